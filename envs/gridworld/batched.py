@@ -1,0 +1,162 @@
+"""`BatchedGridWorld`: N gridworld episodes stepped in lockstep with whole-array operations."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.utils import seeding
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from synpo_envs.gridworld.constants import (
+    DEFAULT_FRAME_STACK,
+    DEFAULT_MAX_STEPS,
+    DEFAULT_WINDOW,
+    NUM_ACTIONS,
+)
+from synpo_envs.gridworld.core import GridBatch, GridSpec, Pair
+from synpo_envs.gridworld.env import observation_space
+
+# Perturbed expert actions draw from their own stream, so they never shift the episodes' streams.
+_PERTURBATION_STREAM = 1
+
+
+class BatchedGridWorld(VectorEnv):
+    """``num_envs`` independent `GridWorld` episodes stepped together (gymnasium ``VectorEnv``).
+
+    Same rules, spaces (batched) and constructor knobs as `GridWorld`. ``reset(seed=s)`` seeds
+    episode slot i exactly like ``GridWorld().reset(seed=s + i)``, so slot i replays the single
+    env's episodes for the same actions. Finished episodes reset in the same step
+    (``metadata["autoreset_mode"] == SAME_STEP``): the returned observation is the next episode's
+    first, the finished one's last is in ``info["final_obs"]`` (masked by ``"_final_obs"``).
+
+    ``reset(options={"pairs": [(e, t)] * num_envs})`` pins slot i to pair i for all its episodes
+    until the next reset (what evaluation per pair needs); otherwise every episode draws its pair
+    from ``pairs``.
+
+    ``step`` returns observations as a dict of arrays (``obs`` (N, 3 k, 16, 16) uint8, ``env_id``,
+    ``task_id``) and ``info`` with arrays ``expert_action`` (for the returned observations),
+    ``env_id``/``task_id``/``success`` of the step just taken, and ``episode_return`` /
+    ``episode_length`` of finished episodes (masked by ``"_episode"``).
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
+
+    def __init__(
+        self,
+        num_envs: int,
+        *,
+        mazes=None,
+        pairs: Sequence[Pair] | None = None,
+        window: int = DEFAULT_WINDOW,
+        frame_stack: int = DEFAULT_FRAME_STACK,
+        max_steps: int = DEFAULT_MAX_STEPS,
+        reward: Mapping[str, float] | None = None,
+        use_maze_start: bool = False,
+        copy: bool = True,
+    ) -> None:
+        if not isinstance(num_envs, (int, np.integer)) or isinstance(num_envs, bool) or num_envs < 1:
+            raise ValueError(f"num_envs must be an integer >= 1, got {num_envs!r}")
+        self.num_envs = int(num_envs)
+        self.grid_spec = GridSpec(
+            mazes=mazes,
+            pairs=pairs,
+            window=window,
+            frame_stack=frame_stack,
+            max_steps=max_steps,
+            reward=reward,
+            use_maze_start=use_maze_start,
+        )
+        self.copy = copy  # False returns views of internal buffers that the next step overwrites
+        self.single_observation_space = observation_space(self.grid_spec)
+        self.single_action_space = gym.spaces.Discrete(NUM_ACTIONS)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self._state = GridBatch(self.grid_spec, self.num_envs)
+        self._rngs: list[np.random.Generator] | None = None
+        self._pinned: np.ndarray | None = None
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        options = dict(options or {})
+        pinned = options.pop("pairs", None)
+        if options:
+            raise ValueError(f"unknown reset option(s) {sorted(options)}; expected 'pairs'")
+        if seed is not None or self._rngs is None:
+            seeds = [None] * self.num_envs if seed is None else [seed + i for i in range(self.num_envs)]
+            self._rngs = [seeding.np_random(s)[0] for s in seeds]
+            self._np_random = np.random.default_rng(None if seed is None else [seed, _PERTURBATION_STREAM])
+        self._pinned = None if pinned is None else self._check_pinned(pinned)
+        self._reset_slots(np.arange(self.num_envs))
+        return self._observations(), {"expert_action": self._state.expert_actions()}
+
+    def step(self, actions):
+        actions = self._check_actions(actions)
+        state = self._state
+        env_id, task_id = state.env_id.copy(), state.task_id.copy()
+        reward, terminated, truncated, success = state.step(actions)
+        done = terminated | truncated
+        info: dict[str, Any] = {"env_id": env_id, "task_id": task_id, "success": success}
+        info["episode_return"] = np.where(done, state.episode_return, 0.0)
+        info["episode_length"] = np.where(done, state.steps, 0)
+        info["_episode"] = done
+        finished = np.flatnonzero(done)
+        if len(finished):
+            final_obs = np.empty(self.num_envs, dtype=object)
+            for index in finished:
+                final_obs[index] = {
+                    "obs": state.obs[index].copy(),
+                    "env_id": int(env_id[index]),
+                    "task_id": int(task_id[index]),
+                }
+            info["final_obs"], info["_final_obs"] = final_obs, done
+            self._reset_slots(finished)
+        info["expert_action"] = state.expert_actions()
+        return self._observations(), reward, terminated, truncated, info
+
+    def expert_actions(self, epsilon: float = 0.0) -> np.ndarray:
+        """Optimal actions for the current observations; each replaced by a uniformly random
+        action with probability ``epsilon`` (drawn from the env's seeded generator)."""
+        if not 0.0 <= epsilon <= 1.0:
+            raise ValueError(f"epsilon must be in [0, 1], got {epsilon!r}")
+        actions = self._state.expert_actions()
+        if epsilon > 0.0:
+            perturb = self.np_random.random(self.num_envs) < epsilon
+            actions = np.where(perturb, self.np_random.integers(NUM_ACTIONS, size=self.num_envs), actions)
+        return actions
+
+    @property
+    def state(self) -> GridBatch:
+        """Read-only use: the raw state arrays (agent cells, treasure cells, stage, steps)."""
+        return self._state
+
+    def _reset_slots(self, rows: np.ndarray) -> None:
+        pinned = self._pinned
+        layouts = [
+            self.grid_spec.sample_layout(self._rngs[i], None if pinned is None else tuple(pinned[i]))
+            for i in rows
+        ]
+        self._state.reset_episodes(rows, layouts)
+
+    def _observations(self) -> dict[str, np.ndarray]:
+        state = self._state
+        obs = {"obs": state.obs, "env_id": state.env_id, "task_id": state.task_id}
+        return {key: value.copy() for key, value in obs.items()} if self.copy else obs
+
+    def _check_pinned(self, pairs) -> np.ndarray:
+        pairs = list(pairs)
+        if len(pairs) != self.num_envs:
+            raise ValueError(f"options['pairs'] has {len(pairs)} pairs; expected one per env ({self.num_envs})")
+        return np.array([self.grid_spec.check_pair(p) for p in pairs], dtype=np.int64)
+
+    def _check_actions(self, actions) -> np.ndarray:
+        actions = np.asarray(actions)
+        if actions.shape != (self.num_envs,) or not np.issubdtype(actions.dtype, np.integer):
+            raise ValueError(
+                f"actions must be {self.num_envs} integers, got shape {actions.shape} dtype {actions.dtype}"
+            )
+        if actions.min() < 0 or actions.max() >= NUM_ACTIONS:
+            raise ValueError(f"actions must be in [0, {NUM_ACTIONS}), got values {np.unique(actions).tolist()}")
+        return actions.astype(np.int64, copy=False)

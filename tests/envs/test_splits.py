@@ -1,0 +1,88 @@
+"""Seen/unseen splits: the paper's settings, coverage, JSON round trips, bad requests."""
+
+import json
+
+import numpy as np
+import pytest
+
+from synpo_envs.splits import Split, SplitError, quadrant, random_split, ratio_split, transfer_split
+
+
+def test_paper_setting_1_split():
+    split = random_split(seed=0)
+    mask = split.seen_mask()
+    assert mask.shape == (20, 20) and mask.sum() == 144 and len(split.unseen) == 256
+    assert mask.sum(axis=0).min() >= 4 and mask.sum(axis=1).min() >= 4
+    assert random_split(seed=0) == split and random_split(seed=1) != split
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_random_split_coverage_holds_for_other_requests(seed):
+    split = random_split(12, 9, num_seen=40, min_per_env=3, min_per_task=2, seed=seed)
+    mask = split.seen_mask()
+    assert mask.sum() == 40 and mask.sum(1).min() >= 3 and mask.sum(0).min() >= 2
+
+
+@pytest.mark.parametrize("fraction", [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8])
+def test_ratio_splits(fraction):
+    mask = ratio_split(fraction, seed=1).seen_mask()
+    assert mask.shape == (10, 10) and mask.sum() == round(100 * fraction)
+    assert mask.sum(0).min() >= 1 and mask.sum(1).min() >= 1
+
+
+def test_transfer_settings():
+    two, three = transfer_split(2), transfer_split(3)
+    assert two.seen == three.seen and len(two.seen) == 100
+    assert all(e < 10 and t < 10 for e, t in two.seen)
+    assert {quadrant(p) for p in two.adapt} == {"cross_env", "cross_task"} and len(two.adapt) == 200
+    assert {quadrant(p) for p in three.adapt} == {"Q"} and len(three.adapt) == 100
+    assert quadrant((12, 3)) == "cross_env" and quadrant((3, 12)) == "cross_task"
+
+
+def test_json_round_trip(tmp_path):
+    split = transfer_split(2)
+    path = tmp_path / "split.json"
+    split.save(path)
+    assert Split.load(path) == split
+    assert json.loads(path.read_text())["num_envs"] == 20
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(num_seen=10), "at least 80"),
+        (dict(num_seen=401), r"\[1, 400\]"),
+        (dict(min_per_env=21), "exceeds"),
+    ],
+)
+def test_impossible_requests_are_explained(kwargs, message):
+    with pytest.raises(SplitError, match=message):
+        random_split(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"num_envs": 2, "num_tasks": 2, "seen": [[0, 2]]}, r"\(0, 2\) out of range"),
+        ({"num_envs": 2, "num_tasks": 2, "seen": [[0, 1], [0, 1]]}, "duplicates"),
+        ({"num_envs": 2, "num_tasks": 2, "seen": [[0, 1]], "colour": 1}, "colour"),
+        ({"num_envs": 2, "seen": [[0, 1]]}, "num_tasks"),
+        ({"num_envs": 2, "num_tasks": 2, "seen": [["a", 1]]}, "not \\(env_id, task_id\\)"),
+    ],
+)
+def test_malformed_split_files_are_named(tmp_path, data, message):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(SplitError, match=message) as err:
+        Split.load(path)
+    assert str(path) in str(err.value)
+    path.write_text("{not json")
+    with pytest.raises(SplitError, match="not valid JSON"):
+        Split.load(path)
+
+
+def test_seen_mask_matches_is_seen():
+    split = random_split(seed=3)
+    mask = split.seen_mask()
+    assert all(mask[p] == split.is_seen(p) for p in split.all_pairs)
+    assert np.array_equal(~mask, np.isin(np.arange(400).reshape(20, 20), [e * 20 + t for e, t in split.unseen]))
