@@ -1,3 +1,28 @@
-"""SynPo for Ray RLlib: network, RLModule, imitation and PPO algorithms, evaluation, CLI."""
+"""SynPo for Ray RLlib: network, RLModule, imitation algorithm, evaluation, command line.
+
+The plain torch parts (`rllib_synpo.networks`, `rllib_synpo.losses`) import no Ray; the RLlib
+parts load on first use (``from rllib_synpo import SynPoConfig``), which also registers the
+`SynPo` algorithm and the ``synpo_pairs`` env with Ray Tune.
+"""
+
+import importlib
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    "SynPo": "rllib_synpo.algorithm",
+    "SynPoConfig": "rllib_synpo.config",
+    "MODULE_ID": "rllib_synpo.config",
+    "SynPoPairsEnv": "rllib_synpo.pair_env",
+    "PAIRS_ENV_NAME": "rllib_synpo.pair_env",
+    "SynPoTorchRLModule": "rllib_synpo.rl_module",
+    "SynPoTorchLearner": "rllib_synpo.learner",
+}
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        importlib.import_module("rllib_synpo.algorithm")  # registers with Tune
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'rllib_synpo' has no attribute {name!r}")

@@ -43,7 +43,7 @@ def _render(args: argparse.Namespace) -> None:
     print(env.render())
     if args.png:
         full = full_map_rgb(env.walls, env.agent_pos, env.treasure_pos)
-        view = observation_rgb(obs["obs"])
+        view = observation_rgb(obs["obs"], env.grid_spec.frame_channels)
         gap = np.zeros((full.shape[0], GAP_PIXELS, 3), dtype=np.uint8)
         write_png(args.png, np.concatenate([full, gap, view], axis=1))
         print(f"wrote {args.png} (left: full map, right: the agent's newest observed frame)")

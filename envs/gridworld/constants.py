@@ -65,6 +65,7 @@ BLACK = (0, 0, 0)  # cells outside the window
 WALL_RGB = (96, 96, 96)
 FLOOR_RGB = (200, 200, 200)
 AGENT_RGB = (255, 255, 255)
+AGENT_MARK = 255  # the agent's cell in the optional 4th (agent) channel
 TREASURE_RGB = np.array(
     [(230, 25, 25), (30, 60, 230), (25, 190, 40), (255, 140, 0), (150, 40, 200)], dtype=np.uint8
 )

@@ -15,6 +15,7 @@ import numpy as np
 
 from synpo_envs.gridworld.constants import (
     ACTION_DELTAS,
+    AGENT_MARK,
     AGENT_RGB,
     DEFAULT_FRAME_STACK,
     DEFAULT_MAX_STEPS,
@@ -92,6 +93,7 @@ class GridSpec:
         max_steps: int = DEFAULT_MAX_STEPS,
         reward: Mapping[str, float] | None = None,
         use_maze_start: bool = False,
+        agent_channel: bool = False,
     ) -> None:
         self.mazes: list[Maze] = resolve_mazes(mazes)
         self.num_envs = len(self.mazes)
@@ -109,12 +111,16 @@ class GridSpec:
         self.pairs = np.array([self.check_pair(p) for p in pairs], dtype=np.int64).reshape(-1, 2)
         if len(self.pairs) == 0:
             raise ValueError("pairs is empty; give at least one (env_id, task_id)")
-        self.obs_shape = (RGB_CHANNELS * frame_stack, GRID_SIZE, GRID_SIZE)
+        # The paper draws the agent over its cell; agent_channel=True keeps the cell's colour
+        # (a treasure under the agent stays visible) and marks the agent in a 4th channel.
+        self.agent_channel = bool(agent_channel)
+        self.frame_channels = RGB_CHANNELS + int(self.agent_channel)
+        self.obs_shape = (self.frame_channels * frame_stack, GRID_SIZE, GRID_SIZE)
 
         self.walls = np.stack([m.walls.ravel() for m in self.mazes])  # (M, NUM_CELLS)
         self.free_cells = [m.free_cells for m in self.mazes]
         self._next_action: np.ndarray | None = None
-        self.view_frames = _view_frames(self.walls, window)
+        self.view_frames = _view_frames(self.walls, window, self.agent_channel)
 
     def check_pair(self, pair) -> Pair:
         try:
@@ -134,6 +140,15 @@ class GridSpec:
         if self._next_action is None:
             self._next_action = np.stack([next_action_table(m) for m in self.mazes])
         return self._next_action
+
+    def task_expert_actions(self, env_id: np.ndarray, agent: np.ndarray, treasures: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The expert's action for every task at the given states (N, T), and whether the state
+        is possible for that task (its second treasure still there). For relabelling data."""
+        first = treasures[:, TASK_COLOURS[:, 0]]
+        second = treasures[:, TASK_COLOURS[:, 1]]
+        target = np.where(first >= 0, first, second)
+        actions = self.next_action[env_id[:, None], np.maximum(target, 0), agent[:, None]]
+        return actions, second >= 0
 
     def sample_layout(self, rng: np.random.Generator, pair: Pair | None = None) -> Layout:
         """Draws a start: the pair (unless given), 5 distinct treasure cells, the agent's cell
@@ -188,18 +203,22 @@ def _check_int(name: str, value, low: int, high: int | None) -> None:
         raise ValueError(f"{name} must be an integer {bound}, got {value!r}")
 
 
-def _view_frames(walls: np.ndarray, window: int) -> np.ndarray:
-    """(M, NUM_CELLS, 3, NUM_CELLS + 1) uint8: for every maze and agent cell, the frame before
-    treasures are drawn (walls and floor inside the window, black elsewhere, the agent's cell),
-    plus a discard cell. A few MB for 20 mazes; it turns drawing into one gather."""
+def _view_frames(walls: np.ndarray, window: int, agent_channel: bool) -> np.ndarray:
+    """(M, NUM_CELLS, C, NUM_CELLS + 1) uint8: for every maze and agent cell, the frame before
+    treasures are drawn (walls and floor inside the window, black elsewhere, the agent), plus a
+    discard cell. A few MB for 20 mazes; it turns drawing into one gather."""
     rows, cols = np.divmod(np.arange(NUM_CELLS), GRID_SIZE)
     near = (np.abs(rows[:, None] - rows[None, :]) <= window) & (np.abs(cols[:, None] - cols[None, :]) <= window)
-    frames = np.zeros((len(walls), NUM_CELLS, RGB_CHANNELS, NUM_CELLS + 1), dtype=np.uint8)
+    channels = RGB_CHANNELS + int(agent_channel)
+    frames = np.zeros((len(walls), NUM_CELLS, channels, NUM_CELLS + 1), dtype=np.uint8)
     for channel in range(RGB_CHANNELS):
         colour = np.where(walls, WALL_RGB[channel], FLOOR_RGB[channel])  # (M, NUM_CELLS)
         frames[:, :, channel, :NUM_CELLS] = np.where(near[None], colour[:, None, :], 0)
     agent = np.arange(NUM_CELLS)
-    frames[:, agent, :, agent] = AGENT_RGB
+    if agent_channel:
+        frames[:, agent, RGB_CHANNELS, agent] = AGENT_MARK
+    else:
+        frames[:, agent, :, agent] = AGENT_RGB
     return frames
 
 
@@ -258,7 +277,8 @@ class GridBatch:
         self.steps += 1
         self.episode_return += reward
         truncated = ~terminated & (self.steps >= self.spec.max_steps)
-        self.obs[:, :-RGB_CHANNELS] = self.obs[:, RGB_CHANNELS:]
+        channels = self.spec.frame_channels
+        self.obs[:, :-channels] = self.obs[:, channels:]
         self._draw(self._all)
         return reward, terminated, truncated, success
 
@@ -273,11 +293,11 @@ class GridBatch:
         agent = self.agent[rows]
         frames = self.spec.view_frames[self.env_id[rows], agent]  # window and agent
         treasures = self.treasures[rows]  # remaining treasures are always visible ...
-        treasures = np.where((treasures >= 0) & (treasures != agent[:, None]), treasures, _DISCARD_CELL)
-        frames[np.arange(len(rows))[:, None], :, treasures] = TREASURE_RGB  # ... unless under the agent
-        self.obs[rows, -RGB_CHANNELS:] = frames[..., :NUM_CELLS].reshape(
-            len(rows), RGB_CHANNELS, GRID_SIZE, GRID_SIZE
-        )
+        hidden = (treasures < 0) | ((not self.spec.agent_channel) & (treasures == agent[:, None]))
+        treasures = np.where(hidden, _DISCARD_CELL, treasures)  # ... unless under the agent
+        frames[np.arange(len(rows))[:, None], :RGB_CHANNELS, treasures] = TREASURE_RGB
+        channels = self.spec.frame_channels
+        self.obs[rows, -channels:] = frames[..., :NUM_CELLS].reshape(len(rows), channels, GRID_SIZE, GRID_SIZE)
 
 
 assert NUM_ACTIONS == len(ACTION_DELTAS)

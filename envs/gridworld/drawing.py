@@ -47,9 +47,9 @@ def full_map_rgb(
     return image
 
 
-def observation_rgb(obs: np.ndarray, tile: int = TILE_PIXELS) -> np.ndarray:
-    """The newest frame of a stacked (3 k, 16, 16) observation as an upscaled RGB image."""
-    frame = np.moveaxis(obs[-RGB_CHANNELS:], 0, -1)
+def observation_rgb(obs: np.ndarray, channels: int = RGB_CHANNELS, tile: int = TILE_PIXELS) -> np.ndarray:
+    """The newest frame of a stacked (C k, 16, 16) observation as an upscaled RGB image."""
+    frame = np.moveaxis(obs[-channels : len(obs) - channels + RGB_CHANNELS], 0, -1)
     return _upscale(frame, tile)
 
 

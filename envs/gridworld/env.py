@@ -57,6 +57,8 @@ class GridWorld(gym.Env):
     zeros before the first. A frame shows all remaining treasures, walls and floor only inside
     the (2l+1) x (2l+1) window around the agent (``window=l``; 0 is the paper's blind agent),
     black elsewhere, and the agent's own cell in the agent colour (hiding a treasure under it).
+    ``agent_channel=True`` (not the paper's) keeps the cell's colour and marks the agent in a
+    fourth channel per frame: ``obs`` is then (4 * frame_stack, 16, 16).
 
     ## Rewards
     -0.01 per step; -0.01 more for bumping into a wall (the agent stays); +1 more for picking the
@@ -88,6 +90,7 @@ class GridWorld(gym.Env):
         max_steps: int = DEFAULT_MAX_STEPS,
         reward: Mapping[str, float] | None = None,
         use_maze_start: bool = False,
+        agent_channel: bool = False,
         render_mode: str | None = None,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -102,6 +105,7 @@ class GridWorld(gym.Env):
             max_steps=max_steps,
             reward=reward,
             use_maze_start=use_maze_start,
+            agent_channel=agent_channel,
         )
         self.render_mode = render_mode
         self.observation_space = observation_space(self.grid_spec)

@@ -15,10 +15,11 @@ from synpo_envs.gridworld import BatchedGridWorld, GridWorld
 
 @pytest.mark.parametrize("window", [0, 1, 2])
 @pytest.mark.parametrize("frame_stack", [1, 4])
-def test_check_env(window, frame_stack):
-    env = GridWorld(window=window, frame_stack=frame_stack, pairs=[(0, 0), (7, 13), (19, 19)])
+@pytest.mark.parametrize("agent_channel", [False, True])
+def test_check_env(window, frame_stack, agent_channel):
+    env = GridWorld(window=window, frame_stack=frame_stack, agent_channel=agent_channel, pairs=[(0, 0), (7, 13), (19, 19)])
     check_env(env, skip_render_check=True)
-    assert env.observation_space["obs"].shape == (3 * frame_stack, 16, 16)
+    assert env.observation_space["obs"].shape == ((3 + agent_channel) * frame_stack, 16, 16)
 
 
 def test_registered_ids():

@@ -147,3 +147,13 @@ def test_bad_hand_layouts_are_named():
         env.reset(options={"pair": (0, 0), "agent_pos": CORNER, "treasure_pos": [(1, 2)] * 5})
     with pytest.raises(ValueError, match="together"):
         env.reset(options={"pair": (0, 0), "agent_pos": CORNER})
+
+
+def test_agent_channel_variant_keeps_the_treasure_visible():
+    env = _env(agent_channel=True, frame_stack=2)
+    obs, *_ = env.step(RIGHT)  # onto A at (1, 2)
+    assert obs["obs"].shape == (8, 16, 16)
+    newest = obs["obs"][-4:]
+    assert newest[:3, 1, 2].tolist() == TREASURE_RGB[0].tolist()
+    assert newest[3, 1, 2] == 255 and newest[3].sum() == 255
+    assert np.array_equal(newest[:3, 1, 1], FLOOR_RGB)  # the cell it left, plain floor

@@ -1,0 +1,187 @@
+"""The ``rllib`` command (current Ray ships none): classic RLlib experiment files through Ray
+Tune, and SynPo evaluation.
+
+    rllib train file tuned_examples/synpo_gridworld.yaml [--stop '{"training_iteration": 5}']
+    rllib evaluate CHECKPOINT [--episodes-per-pair 100] [--pairs seen|unseen|all] [--out DIR]
+
+Problems with the input (missing file, malformed YAML, unknown keys or algorithm) end with a
+one-line ``error: ...`` and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+EXPERIMENT_KEYS = {"run", "env", "stop", "config", "checkpoint_config", "storage_path", "num_samples"}
+CHECKPOINT_KEYS = {"checkpoint_frequency", "checkpoint_at_end", "num_to_keep"}
+DEFAULT_STORAGE = "~/ray_results"
+# New-stack names in experiment files -> AlgorithmConfig's dict keys.
+CONFIG_ALIASES = {"model_config": "_model_config"}
+USAGE_ERROR = 2
+
+
+class UsageError(Exception):
+    """Bad input from the user: reported in one line, no traceback."""
+
+
+def load_experiments(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise UsageError(f"experiment file {str(path)!r} does not exist")
+    try:
+        experiments = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        raise UsageError(f"{path} is not valid YAML{where}: {getattr(err, 'problem', err)}") from None
+    if not isinstance(experiments, dict) or not experiments:
+        raise UsageError(f"{path}: expected a mapping of experiment names to {{run, env, stop, config}}")
+    for name, spec in experiments.items():
+        _check_experiment(path, name, spec)
+    return experiments
+
+
+def _check_experiment(path: Path, name: str, spec: Any) -> None:
+    where = f"{path}: experiment {name!r}"
+    if not isinstance(spec, dict):
+        raise UsageError(f"{where} must be a mapping, got {type(spec).__name__}")
+    unknown = sorted(set(spec) - EXPERIMENT_KEYS)
+    if unknown:
+        raise UsageError(f"{where}: unknown key(s) {unknown}; expected some of {sorted(EXPERIMENT_KEYS)}")
+    if "run" not in spec:
+        raise UsageError(f"{where}: 'run' (the algorithm) is missing")
+    unknown = sorted(set(spec.get("checkpoint_config") or {}) - CHECKPOINT_KEYS)
+    if unknown:
+        raise UsageError(f"{where}: unknown checkpoint_config key(s) {unknown}; expected some of {sorted(CHECKPOINT_KEYS)}")
+    algo_class = algorithm_class(spec["run"], where)
+    config = _translate(spec.get("config") or {})
+    if "env" in spec:
+        config["env"] = spec["env"]
+    default = algo_class.get_default_config()
+    known = set(default.to_dict()) | set(CONFIG_ALIASES.values())
+    unknown = sorted(k for k in config if k not in known)
+    if unknown:
+        raise UsageError(f"{where}: unknown config key(s) {unknown} for {spec['run']}")
+    if not any(_is_tune_search(v) for v in config.values()):
+        try:
+            default.update_from_dict(config).validate()
+        except (ValueError, TypeError) as err:
+            raise UsageError(f"{where}: {str(err).strip().splitlines()[0]}") from None
+
+
+def _translate(config: dict) -> dict:
+    return {CONFIG_ALIASES.get(key, key): value for key, value in config.items()}
+
+
+def _is_tune_search(value: Any) -> bool:
+    return isinstance(value, dict) and len(value) == 1 and next(iter(value)) in {"grid_search", "choice", "uniform", "loguniform"}
+
+
+def algorithm_class(name: str, where: str = "run"):
+    import rllib_synpo.algorithm  # noqa: F401  (registers SynPo with Tune)
+    from ray.rllib.algorithms.registry import ALGORITHMS
+    from ray.tune.registry import TRAINABLE_CLASS, _global_registry, get_trainable_cls
+
+    if not isinstance(name, str) or not (name in ALGORITHMS or _global_registry.contains(TRAINABLE_CLASS, name)):
+        raise UsageError(f"{where}: unknown algorithm {name!r}; expected SynPo or one of RLlib's {sorted(ALGORITHMS)}")
+    return get_trainable_cls(name)
+
+
+def _needed_cpus(experiments: dict) -> int:
+    needed = 1
+    for spec in experiments.values():
+        config = spec.get("config") or {}
+        runners = config.get("num_env_runners", 0)
+        runners = max(runners["grid_search"]) if _is_tune_search(runners) else runners
+        needed = max(needed, 1 + int(runners) * int(config.get("num_cpus_per_env_runner", 1)))
+    return needed
+
+
+def _init_ray(address: str | None, experiments: dict) -> None:
+    import ray
+
+    address = address or os.environ.get("RAY_ADDRESS")
+    if address:
+        ray.init(address=address)
+        return
+    # A trial asks for 1 CPU + 1 per env runner; on a small machine more logical CPUs than cores
+    # keep it from waiting forever (the runners then share the cores).
+    num_cpus = max(os.cpu_count() or 1, _needed_cpus(experiments))
+    ray.init(num_cpus=num_cpus, include_dashboard=False)
+
+
+def train_file(args: argparse.Namespace) -> int:
+    from ray import tune
+
+    experiments = load_experiments(args.experiment)
+    stop_override = json.loads(args.stop) if args.stop else None
+    for name, spec in experiments.items():
+        if stop_override is not None:
+            spec["stop"] = stop_override
+        spec["storage_path"] = str(Path(args.storage_path or spec.get("storage_path") or DEFAULT_STORAGE).expanduser().resolve())
+        spec.setdefault("checkpoint_config", {"checkpoint_frequency": 1, "checkpoint_at_end": True})
+        config = _translate(spec.pop("config", None) or {})
+        if "env" in spec:
+            config["env"] = spec.pop("env")
+        spec["config"] = config
+    _init_ray(args.address, experiments)
+    tune.run_experiments(experiments, resume="AUTO" if args.resume else False, verbose=1)
+    return 0
+
+
+def evaluate_command(args: argparse.Namespace) -> int:
+    from rllib_synpo.evaluate import evaluate_checkpoint
+
+    summary = evaluate_checkpoint(args.checkpoint, episodes_per_pair=args.episodes_per_pair, pairs=args.pairs, out=args.out, seed=args.seed)
+    for name in ("seen", "unseen"):
+        part = summary[name]
+        if part["pairs"]:
+            print(f"{name:6s} pairs {part['pairs']:3d}  AvgSR {100 * part['avg_success_rate']:5.1f}%  "
+                  f"avg return {part['avg_return']:7.2f}  first-pick accuracy {100 * part['first_pick_accuracy']:5.1f}%")
+    print(f"wrote {args.out}/success_matrix.csv, summary.json, heatmap.png ({summary['seconds']:.0f} s)")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rllib", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    verbs = parser.add_subparsers(dest="verb", required=True)
+    train = verbs.add_parser("train", help="train from an experiment file")
+    train_how = train.add_subparsers(dest="how", required=True)
+    file = train_how.add_parser("file", help="run a classic RLlib YAML experiment file through Ray Tune")
+    file.add_argument("experiment", help="YAML file: {name: {run, env, stop, config}}")
+    file.add_argument("--stop", help="JSON stop criteria replacing the file's, e.g. '{\"training_iteration\": 2}'")
+    file.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS, else a local Ray)")
+    file.add_argument("--storage-path", help=f"where results and checkpoints go (default {DEFAULT_STORAGE})")
+    file.add_argument("--resume", action="store_true", help="resume the experiment from its last checkpoints")
+    file.set_defaults(func=train_file)
+    evaluate = verbs.add_parser("evaluate", help="evaluate a SynPo checkpoint on the gridworld")
+    evaluate.add_argument("checkpoint")
+    evaluate.add_argument("--episodes-per-pair", type=int, default=100)
+    evaluate.add_argument("--pairs", choices=("seen", "unseen", "all"), default="all")
+    evaluate.add_argument("--out", default="evaluation")
+    evaluate.add_argument("--seed", type=int, default=0)
+    evaluate.set_defaults(func=evaluate_command)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from rllib_synpo.evaluate import CheckpointError
+    from synpo_envs.splits import SplitError
+
+    try:
+        return args.func(args)
+    except (UsageError, CheckpointError, SplitError, json.JSONDecodeError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return USAGE_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,157 @@
+"""`SynPoConfig`: configuration of SynPo imitation (the paper's Algorithm 1) on RLlib."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+from rllib_synpo.pair_env import ENV_CONFIG_KEYS, PAIRS_ENV_NAME
+from rllib_synpo.rl_module import DEFAULT_MODEL_CONFIG, SynPoTorchRLModule, check_model_config
+from synpo_envs.splits import Split, random_split
+
+MODULE_ID = "synpo"  # every pair slot maps to this one shared module
+
+
+def policy_mapping_fn(agent_id, episode, **kwargs) -> str:
+    return MODULE_ID
+
+
+def resolve_split(split: Split | dict | str | os.PathLike | None) -> Split:
+    """``None`` (the paper's 144/256 split, seed 0), a `Split`, a split JSON file, a split dict,
+    or ``{"random": {...random_split kwargs}}``."""
+    if split is None:
+        return random_split()
+    if isinstance(split, Split):
+        return split
+    if isinstance(split, (str, os.PathLike)):
+        return Split.load(split)
+    if isinstance(split, dict) and set(split) == {"random"}:
+        return random_split(**split["random"])
+    if isinstance(split, dict):
+        return Split.from_dict(split, source="split")
+    raise ValueError(f"split must be a Split, a JSON path or a dict, got {type(split).__name__}")
+
+
+class SynPoConfig(AlgorithmConfig):
+    """SynPo imitation: expert trajectories from env runners into a trajectory replay, learner
+    updates on sampled trajectories with the four SynPo loss terms.
+
+    .. code-block:: python
+
+        from rllib_synpo import SynPoConfig
+        algo = SynPoConfig().training(l3=0.1).env_runners(num_env_runners=2).build_algo()
+        algo.train()
+    """
+
+    def __init__(self, algo_class=None) -> None:
+        from rllib_synpo.algorithm import SynPo
+
+        super().__init__(algo_class=algo_class or SynPo)
+        self.l1 = 0.01
+        self.l2 = 0.1
+        self.l3 = 0.001
+        self.replay_capacity = 20_000
+        self.trajectories_per_update = 64
+        self.updates_per_iteration = 1
+        self.episodes_per_env_runner = 1
+        self.warmup_trajectories = 64
+        self.expert_epsilon = 0.0
+        self.split: Any = None
+        self.lr = 1e-3
+        self.environment(env=PAIRS_ENV_NAME, env_config={})
+        self.multi_agent(policies={MODULE_ID}, policy_mapping_fn=policy_mapping_fn)
+        self.rl_module(model_config=dict(DEFAULT_MODEL_CONFIG))
+        # Episodes end when every slot is done; sample whole episodes.
+        self.env_runners(batch_mode="complete_episodes", num_env_runners=0)
+        self.evaluation(evaluation_interval=None)
+
+    def training(
+        self,
+        *,
+        l1: float | None = NotProvided,
+        l2: float | None = NotProvided,
+        l3: float | None = NotProvided,
+        replay_capacity: int | None = NotProvided,
+        trajectories_per_update: int | None = NotProvided,
+        updates_per_iteration: int | None = NotProvided,
+        episodes_per_env_runner: int | None = NotProvided,
+        warmup_trajectories: int | None = NotProvided,
+        expert_epsilon: float | None = NotProvided,
+        encoder: str | None = NotProvided,
+        embedding_dim: int | None = NotProvided,
+        split: Any = NotProvided,
+        **kwargs,
+    ) -> SynPoConfig:
+        """Sets SynPo's training knobs.
+
+        Args:
+            l1: Weight of the reward-prediction loss (paper: 0.01).
+            l2: Weight of the environment disentanglement loss (paper: 0.1).
+            l3: Weight of the task disentanglement loss (paper: 0.001; the released code 0.1).
+            replay_capacity: Trajectories kept in the replay (paper: 20,000).
+            trajectories_per_update: Trajectories sampled for one learner update (paper: 64).
+            updates_per_iteration: Learner updates per `train()` iteration.
+            episodes_per_env_runner: Multi-agent episodes (one trajectory per pair slot each)
+                every env runner collects per iteration.
+            warmup_trajectories: Trajectories in the replay before updates start.
+            expert_epsilon: Probability that the expert executes a random action instead (the
+                paper's "random perturbations"; the label stays the optimal action).
+            encoder: State encoder of the module, "compact" (CPU default) or "paper_resnet".
+            embedding_dim: Size of the environment and task embeddings (paper: 128).
+            split: Which pairs are seen in training: None (the 144/256 split, seed 0), a
+                `Split`, a split JSON path, a split dict or ``{"random": {...}}``.
+        """
+        super().training(**kwargs)
+        for name, value in {
+            "l1": l1, "l2": l2, "l3": l3, "replay_capacity": replay_capacity,
+            "trajectories_per_update": trajectories_per_update, "updates_per_iteration": updates_per_iteration,
+            "episodes_per_env_runner": episodes_per_env_runner, "warmup_trajectories": warmup_trajectories,
+            "expert_epsilon": expert_epsilon, "split": split,
+        }.items():
+            if value is not NotProvided:
+                setattr(self, name, value)
+        model_updates = {k: v for k, v in {"encoder": encoder, "embedding_dim": embedding_dim}.items() if v is not NotProvided}
+        if model_updates:
+            self.rl_module(model_config={**self.model_config, **model_updates})
+        return self
+
+    def get_default_rl_module_spec(self) -> RLModuleSpec:
+        return RLModuleSpec(module_class=SynPoTorchRLModule)
+
+    def get_default_learner_class(self):
+        from rllib_synpo.learner import SynPoTorchLearner
+
+        return SynPoTorchLearner
+
+    def validate(self) -> None:
+        super().validate()
+        for name in ("l1", "l2", "l3"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or value < 0:
+                self._value_error(f"`{name}` must be a number >= 0, got {value!r}")
+        for name in ("replay_capacity", "trajectories_per_update", "updates_per_iteration", "episodes_per_env_runner"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                self._value_error(f"`{name}` must be an integer >= 1, got {value!r}")
+        if not isinstance(self.warmup_trajectories, int) or self.warmup_trajectories < 0:
+            self._value_error(f"`warmup_trajectories` must be an integer >= 0, got {self.warmup_trajectories!r}")
+        if not 0.0 <= self.expert_epsilon <= 1.0:
+            self._value_error(f"`expert_epsilon` must be in [0, 1], got {self.expert_epsilon!r}")
+        try:
+            check_model_config(self.model_config)
+            split = resolve_split(self.split)
+        except ValueError as err:
+            self._value_error(str(err))
+        unknown = sorted(set(self.env_config) - ENV_CONFIG_KEYS)
+        if self.env == PAIRS_ENV_NAME and unknown:
+            self._value_error(f"unknown env_config key(s) {unknown} for {PAIRS_ENV_NAME}; expected some of {sorted(ENV_CONFIG_KEYS)}")
+        # The env runners' pair env samples the split's seen pairs with the expert.
+        self.env_config = {
+            **self.env_config,
+            "pairs": [list(p) for p in split.seen],
+            "behaviour": "expert",
+            "expert_epsilon": self.expert_epsilon,
+        }

@@ -1,0 +1,95 @@
+"""``rllib evaluate``: success-rate matrices of a SynPo checkpoint, without Ray.
+
+Writes ``success_matrix.csv`` (E x T success rate, NaN where not evaluated), ``summary.json``
+(AvgSR, average return and first-pick accuracy on seen and unseen pairs) and ``heatmap.png``
+(seen pairs boxed, as in the paper's figures).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from rllib_synpo.evaluation import PairResults, evaluate, torch_greedy_policy
+from synpo_envs.splits import Split
+
+PAIR_SETS = ("seen", "unseen", "all")
+MODULE_DIR = Path("learner_group") / "learner" / "rl_module"
+
+
+class CheckpointError(ValueError):
+    """A path that is not a SynPo checkpoint."""
+
+
+def load_checkpoint(checkpoint: str | Path):
+    """(network, split, gridworld kwargs) from an algorithm checkpoint folder."""
+    from ray.rllib.core.rl_module.rl_module import RLModule
+
+    from rllib_synpo.algorithm import META_FILE
+
+    checkpoint = Path(checkpoint)
+    meta_path = checkpoint / META_FILE
+    if not meta_path.is_file():
+        raise CheckpointError(f"{checkpoint} is not a SynPo checkpoint (no {META_FILE})")
+    meta = json.loads(meta_path.read_text())
+    module = RLModule.from_checkpoint(checkpoint / MODULE_DIR / meta["module_id"])
+    return module.net, Split.from_dict(meta["split"], source=str(meta_path)), meta.get("gridworld", {})
+
+
+def select_pairs(split: Split, which: str) -> list[tuple[int, int]]:
+    if which not in PAIR_SETS:
+        raise ValueError(f"--pairs {which!r}; expected one of {PAIR_SETS}")
+    return list({"seen": split.seen, "unseen": split.unseen, "all": split.all_pairs}[which])
+
+
+def summarize(results: PairResults, split: Split) -> dict:
+    seen = [split.is_seen(p) for p in results.pairs]
+    return {
+        "seen": results.summary(seen),
+        "unseen": results.summary([not s for s in seen]),
+        "episodes_per_pair": int(results.episodes.max()) if len(results.episodes) else 0,
+    }
+
+
+def success_matrix(results: PairResults, split: Split) -> np.ndarray:
+    matrix = np.full((split.num_envs, split.num_tasks), np.nan)
+    for (env_id, task_id), rate in zip(results.pairs, results.success_rate):
+        matrix[env_id, task_id] = rate
+    return matrix
+
+
+def write_heatmap(matrix: np.ndarray, split: Split, path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    fig, ax = plt.subplots(figsize=(7, 6))
+    image = ax.imshow(100 * matrix, vmin=0, vmax=100, cmap="viridis")
+    for env_id, task_id in split.seen:
+        ax.add_patch(Rectangle((task_id - 0.5, env_id - 0.5), 1, 1, fill=False, edgecolor="white", lw=1.2))
+    ax.set(xlabel="task", ylabel="environment", title=title)
+    fig.colorbar(image, ax=ax, label="success rate (%), seen pairs boxed")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def evaluate_checkpoint(checkpoint: str | Path, *, episodes_per_pair: int = 100, pairs: str = "all", out: str | Path = "evaluation", seed: int = 0) -> dict:
+    import pandas as pd
+
+    net, split, gridworld = load_checkpoint(checkpoint)
+    start = time.perf_counter()
+    results = evaluate(torch_greedy_policy(net), select_pairs(split, pairs), episodes_per_pair, seed=seed, env_kwargs=gridworld)
+    summary = summarize(results, split) | {"checkpoint": str(checkpoint), "seconds": time.perf_counter() - start, "seed": seed}
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    matrix = success_matrix(results, split)
+    pd.DataFrame(matrix, index=pd.Index(range(split.num_envs), name="env_id"), columns=[f"task_{t}" for t in range(split.num_tasks)]).to_csv(out / "success_matrix.csv")
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    write_heatmap(matrix, split, out / "heatmap.png", f"AvgSR seen {100 * summary['seen']['avg_success_rate']:.1f}%, unseen {100 * summary['unseen']['avg_success_rate']:.1f}%")
+    return summary

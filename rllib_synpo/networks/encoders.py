@@ -1,0 +1,111 @@
+"""State encoders psi(s): stacked uint8 frames -> a feature vector. Plain torch, no Ray."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+PIXEL_SCALE = 255.0
+RGB_CHANNELS = 3
+
+
+class CompactEncoder(nn.Module):
+    """The CPU default: three 3x3 convolutions (the last two stride 2) and a linear layer.
+
+    For a 16 x 16 input: 16x16xW -> 8x8x2W -> 4x4x2W -> ``feature_dim``.
+    """
+
+    def __init__(self, obs_shape: tuple[int, int, int], feature_dim: int = 128, width: int = 32) -> None:
+        super().__init__()
+        channels, height, width_px = obs_shape
+        self.convs = nn.Sequential(
+            nn.Conv2d(channels, width, 3, padding=1),
+            nn.ReLU(),
+            nn.Conv2d(width, 2 * width, 3, stride=2, padding=1),
+            nn.ReLU(),
+            nn.Conv2d(2 * width, 2 * width, 3, stride=2, padding=1),
+            nn.ReLU(),
+            nn.Flatten(),
+        )
+        flat = self.convs(torch.zeros(1, channels, height, width_px)).shape[1]
+        self.project = nn.Sequential(nn.Linear(flat, feature_dim), nn.ReLU())
+        self.feature_dim = feature_dim
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.project(self.convs(obs.float() / PIXEL_SCALE))
+
+
+class _BasicBlock(nn.Module):
+    """ResNet-18's basic block."""
+
+    def __init__(self, inputs: int, outputs: int, stride: int) -> None:
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.Conv2d(inputs, outputs, 3, stride=stride, padding=1, bias=False),
+            nn.BatchNorm2d(outputs),
+            nn.ReLU(),
+            nn.Conv2d(outputs, outputs, 3, padding=1, bias=False),
+            nn.BatchNorm2d(outputs),
+        )
+        self.shortcut = nn.Identity()
+        if stride != 1 or inputs != outputs:
+            self.shortcut = nn.Sequential(
+                nn.Conv2d(inputs, outputs, 1, stride=stride, bias=False), nn.BatchNorm2d(outputs)
+            )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.body(x) + self.shortcut(x))
+
+
+class PaperResNetEncoder(nn.Module):
+    """The paper's gridworld "customized ResNet": input BatchNorm without affine, a 3x3 stem
+    convolution grouped per frame, ResNet-18 basic blocks of widths 32/64/128/256 with strides
+    1/2/2/2, flatten (2x2x256 for 16x16 input) and a linear layer to ``feature_dim``."""
+
+    WIDTHS = (32, 64, 128, 256)
+    STRIDES = (1, 2, 2, 2)
+    BLOCKS_PER_STAGE = 2
+
+    def __init__(self, obs_shape: tuple[int, int, int], feature_dim: int = 128) -> None:
+        super().__init__()
+        channels, height, width_px = obs_shape
+        frames = channels // RGB_CHANNELS
+        stem = self.WIDTHS[0]
+        if stem % frames:
+            raise ValueError(f"the stem width {stem} must divide into {frames} frame groups")
+        layers: list[nn.Module] = [
+            nn.BatchNorm2d(channels, affine=False),
+            nn.Conv2d(channels, stem, 3, padding=1, groups=frames, bias=False),
+            nn.BatchNorm2d(stem),
+            nn.ReLU(),
+        ]
+        inputs = stem
+        for width, stride in zip(self.WIDTHS, self.STRIDES):
+            for block in range(self.BLOCKS_PER_STAGE):
+                layers.append(_BasicBlock(inputs, width, stride if block == 0 else 1))
+                inputs = width
+        layers.append(nn.Flatten())
+        self.body = nn.Sequential(*layers)
+        flat = self._flat_size(channels, height, width_px)
+        self.project = nn.Linear(flat, feature_dim)
+        self.feature_dim = feature_dim
+
+    def _flat_size(self, channels: int, height: int, width: int) -> int:
+        was_training = self.body.training
+        self.body.eval()
+        with torch.no_grad():
+            size = self.body(torch.zeros(1, channels, height, width)).shape[1]
+        self.body.train(was_training)
+        return size
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.project(self.body(obs.float() / PIXEL_SCALE))
+
+
+ENCODERS = {"compact": CompactEncoder, "paper_resnet": PaperResNetEncoder}
+
+
+def make_encoder(name: str, obs_shape: tuple[int, int, int], feature_dim: int, **kwargs) -> nn.Module:
+    if name not in ENCODERS:
+        raise ValueError(f"unknown encoder {name!r}; expected one of {sorted(ENCODERS)}")
+    return ENCODERS[name](obs_shape, feature_dim=feature_dim, **kwargs)

@@ -1,0 +1,82 @@
+"""The SynPo network: a state encoder and the synthesized-policy head. Plain torch, no Ray.
+
+``pi(a|s, env, task) ∝ exp(psi_s^T Theta_a alpha(e_env, e_task) + b_pi[a])``: the basis tensor
+Theta maps the state feature to one K-dimensional state-action feature per action,
+``sa[n, a] = psi[n] @ Theta[a]``; the coefficients alpha (policy) and beta (reward) are MLPs of
+the two embeddings. The disentanglement heads g, h read ``sa[n, a_expert]`` and score it against
+every environment (task) embedding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from rllib_synpo.networks.encoders import make_encoder
+
+
+@dataclass
+class SynPoOutputs:
+    logits: torch.Tensor  # (N, A)
+    reward: torch.Tensor  # (N, A): predicted reward of every action
+    sa_features: torch.Tensor  # (N, A, K)
+    value: torch.Tensor  # (N,)
+
+
+def mlp(inputs: int, hidden: int, outputs: int) -> nn.Sequential:
+    return nn.Sequential(nn.Linear(inputs, hidden), nn.ReLU(), nn.Linear(hidden, outputs))
+
+
+class SynPoNetwork(nn.Module):
+    """Encoder + SynPo head. Sizes come from the arguments (the env's spaces and the config)."""
+
+    def __init__(
+        self,
+        *,
+        obs_shape: tuple[int, int, int],
+        num_actions: int,
+        num_envs: int,
+        num_tasks: int,
+        encoder: str = "compact",
+        feature_dim: int = 128,
+        embedding_dim: int = 128,
+        basis_dim: int = 128,
+        hidden_dim: int = 512,
+        encoder_kwargs: dict | None = None,
+    ) -> None:
+        super().__init__()
+        self.encoder = make_encoder(encoder, obs_shape, feature_dim, **(encoder_kwargs or {}))
+        self.env_embedding = nn.Embedding(num_envs, embedding_dim)
+        self.task_embedding = nn.Embedding(num_tasks, embedding_dim)
+        self.alpha = mlp(2 * embedding_dim, hidden_dim, basis_dim)
+        self.beta = mlp(2 * embedding_dim, hidden_dim, basis_dim)
+        # Theta_a for every action, scaled so sa features start with unit-order variance.
+        self.basis = nn.Parameter(torch.randn(num_actions, feature_dim, basis_dim) / feature_dim**0.5)
+        self.policy_bias = nn.Parameter(torch.zeros(num_actions))
+        self.reward_bias = nn.Parameter(torch.zeros(num_actions))
+        self.env_head = mlp(basis_dim, hidden_dim, embedding_dim)  # g
+        self.task_head = mlp(basis_dim, hidden_dim, embedding_dim)  # h
+        self.value_head = nn.Linear(feature_dim + 2 * embedding_dim, 1)
+        nn.init.zeros_(self.value_head.weight)  # PPO starts from the imitation policy's values
+        nn.init.zeros_(self.value_head.bias)
+
+    def coefficients(self, env_id: torch.Tensor, task_id: torch.Tensor) -> torch.Tensor:
+        """[e_task; e_env] for every row (the input of alpha and beta)."""
+        return torch.cat([self.task_embedding(task_id), self.env_embedding(env_id)], dim=-1)
+
+    def forward(self, obs: torch.Tensor, env_id: torch.Tensor, task_id: torch.Tensor) -> SynPoOutputs:
+        psi = self.encoder(obs)
+        embeddings = self.coefficients(env_id, task_id)
+        sa = torch.einsum("nf,afk->nak", psi, self.basis)
+        logits = torch.einsum("nak,nk->na", sa, self.alpha(embeddings)) + self.policy_bias
+        reward = torch.einsum("nak,nk->na", sa, self.beta(embeddings)) + self.reward_bias
+        value = self.value_head(torch.cat([psi, embeddings], dim=-1)).squeeze(-1)
+        return SynPoOutputs(logits=logits, reward=reward, sa_features=sa, value=value)
+
+    def disentangle_scores(self, sa_taken: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Scores of x = sa[n, a] against all env embeddings (via g) and all task embeddings (h)."""
+        env_scores = self.env_head(sa_taken) @ self.env_embedding.weight.T
+        task_scores = self.task_head(sa_taken) @ self.task_embedding.weight.T
+        return env_scores, task_scores

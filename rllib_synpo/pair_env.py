@@ -1,0 +1,122 @@
+"""`SynPoPairsEnv`: the gridworld as an RLlib ``MultiAgentEnv`` whose agents are pair slots.
+
+Each agent ``slot_i`` plays its own gridworld episode on an (environment, task) pair drawn from
+this env runner's share of the pairs; all slots map to the one shared SynPo module, so RLlib's
+env runner batches the forward pass across pairs, and ``num_env_runners`` shards the pairs
+between Ray workers (runner k of n takes pairs k-1, k-1+n, ...; a local-only setup takes all).
+One multi-agent episode is one gridworld episode per slot; it ends when every slot is done.
+
+``behaviour="expert"`` makes the env execute its optimal expert's action, perturbed to a random
+one with probability ``expert_epsilon``, whatever the module proposed (imitation data);
+``behaviour="policy"`` executes the module's actions (evaluation, PPO). Every ``info`` carries
+``expert_action``, the expert's action for the observation returned with it (-1 for an
+episode's last observation), and every step's ``executed_action``, the action that was run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from ray.rllib.env.multi_agent_env import MultiAgentEnv
+
+from synpo_envs.gridworld import BatchedGridWorld
+from synpo_envs.gridworld.constants import NUM_ACTIONS, NUM_TASKS
+from synpo_envs.gridworld.mazes import resolve_mazes
+
+PAIRS_ENV_NAME = "synpo_pairs"  # the name it is registered under with Ray Tune
+BEHAVIOURS = ("expert", "policy")
+ENV_CONFIG_KEYS = {"num_slots", "pairs", "behaviour", "expert_epsilon", "seed", "gridworld"}
+DEFAULT_NUM_SLOTS = 16
+SEED_STRIDE = 100_003
+
+
+def shard_pairs(pairs: list, worker_index: int, num_workers: int) -> list:
+    """The share of ``pairs`` of env runner ``worker_index`` (0 = local) among ``num_workers``."""
+    if num_workers <= 0 or worker_index == 0:
+        return list(pairs)
+    share = list(pairs)[worker_index - 1 :: num_workers]
+    return share or list(pairs)  # more runners than pairs: runners repeat pairs
+
+
+class SynPoPairsEnv(MultiAgentEnv):
+    def __init__(self, config: dict | None = None) -> None:
+        super().__init__()
+        # RLlib passes an EnvContext: a dict that also knows which env runner builds the env.
+        worker_index = int(getattr(config, "worker_index", 0))
+        num_workers = int(getattr(config, "num_workers", 0))
+        config = dict(config or {})
+        unknown = sorted(set(config) - ENV_CONFIG_KEYS)
+        if unknown:
+            raise ValueError(f"unknown SynPoPairsEnv config key(s) {unknown}; expected some of {sorted(ENV_CONFIG_KEYS)}")
+        self.behaviour = config.get("behaviour", "expert")
+        if self.behaviour not in BEHAVIOURS:
+            raise ValueError(f"behaviour {self.behaviour!r}; expected one of {BEHAVIOURS}")
+        self.epsilon = float(config.get("expert_epsilon", 0.0))
+        if not 0.0 <= self.epsilon <= 1.0:
+            raise ValueError(f"expert_epsilon must be in [0, 1], got {self.epsilon!r}")
+        num_slots = int(config.get("num_slots", DEFAULT_NUM_SLOTS))
+        gridworld = dict(config.get("gridworld", {}))
+        pairs = config.get("pairs")
+        if pairs is None:
+            num_envs = len(resolve_mazes(gridworld.get("mazes")))
+            pairs = [(e, t) for e in range(num_envs) for t in range(NUM_TASKS)]
+        self.pairs = shard_pairs([tuple(p) for p in pairs], worker_index, num_workers)
+        self.batched = BatchedGridWorld(num_slots, pairs=self.pairs, **gridworld)
+        self.agents = self.possible_agents = [f"slot_{i}" for i in range(num_slots)]
+        self.observation_spaces = {a: self.batched.single_observation_space for a in self.agents}
+        self.action_spaces = {a: self.batched.single_action_space for a in self.agents}
+        seed = config.get("seed")
+        self._seed = None if seed is None else int(seed) + SEED_STRIDE * worker_index  # runners differ
+        self._active = np.zeros(num_slots, bool)
+        self._obs: dict[str, np.ndarray] = {}
+        self._expert = np.zeros(num_slots, np.int64)
+        self._rng = np.random.default_rng(self._seed)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if seed is None and self._seed is not None:
+            seed, self._seed = self._seed, None  # seed once; later resets continue the streams
+        self._obs, info = self.batched.reset(seed=seed, options=options)
+        if seed is not None:
+            self._rng = np.random.default_rng([seed, len(self.agents)])
+        self._expert = info["expert_action"]
+        self._active[:] = True
+        infos = {a: {"expert_action": int(self._expert[i])} for i, a in enumerate(self.agents)}
+        return self._agent_obs(np.arange(len(self.agents))), infos
+
+    def step(self, action_dict: dict[str, Any]):
+        actions = np.zeros(len(self.agents), np.int64)
+        rows = np.flatnonzero(self._active)
+        for i in rows:
+            agent = self.agents[i]
+            if self.behaviour == "policy":
+                if agent not in action_dict:
+                    raise ValueError(f"no action for active agent {agent!r}")
+                actions[i] = int(action_dict[agent])
+        if self.behaviour == "expert":
+            actions = self._expert.copy()
+            if self.epsilon > 0:
+                noisy = self._rng.random(len(actions)) < self.epsilon
+                actions[noisy] = self._rng.integers(NUM_ACTIONS, size=int(noisy.sum()))
+        self._obs, reward, terminated, truncated, info = self.batched.step(actions)
+        self._expert = info["expert_action"]
+        obs, rewards, terms, truncs, infos = {}, {}, {}, {}, {}
+        for i in rows:
+            agent = self.agents[i]
+            done = bool(terminated[i] or truncated[i])
+            rewards[agent] = float(reward[i])
+            terms[agent] = bool(terminated[i])
+            truncs[agent] = bool(truncated[i])
+            obs[agent] = info["final_obs"][i] if done else {k: v[i] for k, v in self._obs.items()}
+            infos[agent] = {
+                "expert_action": -1 if done else int(self._expert[i]),
+                "executed_action": int(actions[i]),
+                "success": bool(info["success"][i]),
+            }
+            self._active[i] &= not done
+        terms["__all__"] = not self._active.any()
+        truncs["__all__"] = False
+        return obs, rewards, terms, truncs, infos
+
+    def _agent_obs(self, rows: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
+        return {self.agents[i]: {k: v[i] for k, v in self._obs.items()} for i in rows}

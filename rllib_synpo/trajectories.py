@@ -1,0 +1,40 @@
+"""Turning RLlib episodes of `SynPoPairsEnv` into compact `Trajectory` records (on the env
+runner, so only one uint8 frame per step travels to the driver)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rllib_synpo.replay import Trajectory
+
+
+def episode_to_trajectories(episode, frame_channels: int) -> list[Trajectory]:
+    """One `Trajectory` per agent (pair slot) of a finished `MultiAgentEpisode`."""
+    trajectories = []
+    for agent_episode in episode.agent_episodes.values():
+        length = len(agent_episode)
+        if length == 0:
+            continue
+        observations = agent_episode.get_observations(slice(0, length))
+        infos = agent_episode.get_infos(slice(0, length + 1))
+        obs = observations["obs"] if isinstance(observations, dict) else np.stack([o["obs"] for o in observations])
+        env_id = observations["env_id"] if isinstance(observations, dict) else [o["env_id"] for o in observations]
+        task_id = observations["task_id"] if isinstance(observations, dict) else [o["task_id"] for o in observations]
+        trajectories.append(
+            Trajectory(
+                frames=np.ascontiguousarray(np.asarray(obs)[:, -frame_channels:], dtype=np.uint8),
+                env_id=int(np.asarray(env_id)[0]),
+                task_id=int(np.asarray(task_id)[0]),
+                expert_action=np.array([info["expert_action"] for info in infos[:length]], np.int8),
+                action=np.array([info["executed_action"] for info in infos[1:]], np.int8),
+                reward=np.asarray(agent_episode.get_rewards(slice(0, length)), np.float32),
+            )
+        )
+    return trajectories
+
+
+def collect_trajectories(env_runner, num_episodes: int, frame_channels: int) -> list[Trajectory]:
+    """Samples ``num_episodes`` multi-agent episodes on an env runner whose env plays the expert
+    (actions proposed by RLlib are ignored by the env, so no forward pass is spent on them)."""
+    episodes = env_runner.sample(num_episodes=num_episodes, random_actions=True)
+    return [t for episode in episodes for t in episode_to_trajectories(episode, frame_channels)]

@@ -1,0 +1,30 @@
+"""The learning-speed benchmark with a tiny budget: it trains, evaluates and writes its curve."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("extra", [[], ["--relabel", "--dagger", "0.5", "--pairs", "0:0,0:1,1:1"]])
+def test_tiny_budget_writes_csv_png_and_meta(tmp_path, extra):
+    out = tmp_path / "curve"
+    args = [
+        "benchmarks/learning_speed.py", "--minutes", "0.05", "--eval-minutes", "0.025", "--eval-episodes", "1",
+        "--final-episodes", "1", "--threads", "1", "--num-collectors", "32", "--batch-size", "32",
+        "--replay-capacity", "2000", "--warmup-states", "64", "--out", str(out), *extra,
+    ]
+    result = subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-2000:]
+    curve = pd.read_csv(out.with_suffix(".csv"))
+    assert len(curve) >= 2 and curve["updates"].is_monotonic_increasing
+    for column in ("seen_avg_success_rate", "unseen_avg_success_rate", "seen_first_pick_accuracy", "policy_loss"):
+        assert curve[column].between(0, 10).all(), column
+    assert curve["episodes_per_pair"].iloc[-1] == 1
+    assert out.with_suffix(".png").read_bytes()[:4] == b"\x89PNG"
+    assert '"relabel_seen_tasks": true' in out.with_suffix(".json").read_text() or not extra

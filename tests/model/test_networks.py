@@ -1,0 +1,70 @@
+"""Network shapes and structure, without Ray."""
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from rllib_synpo.networks import PaperResNetEncoder, SynPoNetwork
+
+OBS_SHAPE = (12, 16, 16)
+
+
+def _net(**kwargs):
+    return SynPoNetwork(obs_shape=OBS_SHAPE, num_actions=5, num_envs=7, num_tasks=9, **kwargs)
+
+
+def _inputs(n=6, shape=OBS_SHAPE, num_envs=7, num_tasks=9):
+    obs = torch.randint(0, 256, (n, *shape), dtype=torch.uint8)
+    return obs, torch.randint(0, num_envs, (n,)), torch.randint(0, num_tasks, (n,))
+
+
+@pytest.mark.parametrize("encoder", ["compact", "paper_resnet"])
+def test_output_shapes(encoder):
+    net = _net(encoder=encoder, basis_dim=24, embedding_dim=16, feature_dim=32)
+    out = net(*_inputs())
+    assert out.logits.shape == (6, 5) and out.reward.shape == (6, 5)
+    assert out.sa_features.shape == (6, 5, 24) and out.value.shape == (6,)
+    env_scores, task_scores = net.disentangle_scores(out.sa_features[:, 0])
+    assert env_scores.shape == (6, 7) and task_scores.shape == (6, 9)
+
+
+def test_sizes_follow_the_observation():
+    net = SynPoNetwork(obs_shape=(8, 16, 16), num_actions=3, num_envs=2, num_tasks=2)
+    assert net(*_inputs(shape=(8, 16, 16), num_envs=2, num_tasks=2)).logits.shape == (6, 3)
+
+
+def test_paper_encoder_matches_the_paper_description():
+    encoder = PaperResNetEncoder(OBS_SHAPE, feature_dim=128)
+    params = sum(p.numel() for p in encoder.parameters())
+    assert 2.7e6 < params < 3.0e6  # "~2.8M parameters in this part alone"
+    assert encoder.project.in_features == 2 * 2 * 256
+    stem = encoder.body[1]
+    assert stem.groups == 4 and stem.out_channels == 32
+    assert not encoder.body[0].affine
+
+
+def test_policy_logits_are_the_bilinear_form():
+    net = _net()
+    obs, env_id, task_id = _inputs()
+    out = net(obs, env_id, task_id)
+    psi = net.encoder(obs)
+    alpha = net.alpha(torch.cat([net.task_embedding(task_id), net.env_embedding(env_id)], -1))
+    expected = torch.stack([(psi @ net.basis[a] * alpha).sum(-1) for a in range(5)], -1) + net.policy_bias
+    assert torch.allclose(out.logits, expected, atol=1e-5)
+
+
+def test_value_head_starts_at_zero():
+    assert torch.all(_net()(*_inputs()).value == 0)
+
+
+def test_unknown_encoder_is_named():
+    with pytest.raises(ValueError, match="'resnet9000'"):
+        _net(encoder="resnet9000")
+
+
+def test_networks_do_not_import_ray():
+    code = "import sys, rllib_synpo.networks, rllib_synpo.losses; print('ray' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -1,0 +1,22 @@
+"""One local Ray for the in-process RLlib tests (start-ups cost seconds each)."""
+
+import pytest
+
+TINY_MODEL = {"encoder": "compact", "feature_dim": 16, "embedding_dim": 8, "basis_dim": 8, "hidden_dim": 16, "encoder_kwargs": {"width": 4}}
+
+
+@pytest.fixture(scope="session")
+def ray_session():
+    import ray
+
+    ray.init(num_cpus=3, include_dashboard=False, object_store_memory=150 * 1024**2, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def tiny_config(**training):
+    from rllib_synpo import SynPoConfig
+
+    config = SynPoConfig().rl_module(model_config=dict(TINY_MODEL))
+    config.training(**{"trajectories_per_update": 4, "warmup_trajectories": 4, **training})
+    return config.environment(env_config={"num_slots": 4, "gridworld": {"max_steps": 60}}).debugging(seed=3)

@@ -1,0 +1,119 @@
+"""The ``rllib`` command end to end: train from a YAML file, evaluate, resume after a kill."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from tests.rllib.conftest import TINY_MODEL
+
+RLLIB = [sys.executable, "-m", "rllib_synpo.cli"]
+
+
+def _experiment(tmp_path, iterations=2, name="tiny"):
+    spec = {
+        name: {
+            "run": "SynPo",
+            "env": "synpo_pairs",
+            "stop": {"training_iteration": iterations},
+            "checkpoint_config": {"checkpoint_frequency": 1, "checkpoint_at_end": True},
+            "config": {
+                "seed": 1,
+                "trajectories_per_update": 4,
+                "warmup_trajectories": 4,
+                "model_config": TINY_MODEL,
+                "env_config": {"num_slots": 4, "gridworld": {"max_steps": 60}},
+            },
+        }
+    }
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def _run(*args, timeout=600):
+    return subprocess.run([*RLLIB, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def _kill_session(session_id: int) -> None:
+    """Ray processes the killed run left behind (they share its session)."""
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and os.getsid(int(entry.name)) == session_id:
+                os.kill(int(entry.name), signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _checkpoints(storage: Path):
+    return sorted(storage.glob("*/*/checkpoint_*"))
+
+
+@pytest.mark.timeout(900)
+def test_train_file_then_evaluate(tmp_path):
+    storage = tmp_path / "results"
+    out = _run("train", "file", str(_experiment(tmp_path)), "--storage-path", str(storage))
+    assert out.returncode == 0, out.stderr[-3000:]
+    checkpoint = _checkpoints(storage)[-1]
+    evaluation = tmp_path / "eval"
+    out = _run("evaluate", str(checkpoint), "--episodes-per-pair", "1", "--pairs", "all", "--out", str(evaluation))
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "seen   pairs 144" in out.stdout and "unseen pairs 256" in out.stdout
+    matrix = pd.read_csv(evaluation / "success_matrix.csv", index_col=0)
+    assert matrix.shape == (20, 20) and matrix.notna().all().all()
+    summary = json.loads((evaluation / "summary.json").read_text())
+    assert summary["seen"]["pairs"] == 144 and 0 <= summary["unseen"]["avg_success_rate"] <= 1
+    assert (evaluation / "heatmap.png").read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.timeout(900)
+def test_training_resumes_after_being_killed(tmp_path):
+    storage = tmp_path / "results"
+    experiment = _experiment(tmp_path, iterations=6, name="resumable")
+    process = subprocess.Popen([*RLLIB, "train", "file", str(experiment), "--storage-path", str(storage)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 600
+    while len(_checkpoints(storage)) < 2 and time.time() < deadline and process.poll() is None:
+        time.sleep(0.5)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    completed = len(_checkpoints(storage))
+    assert 2 <= completed < 6, "the run was not interrupted mid-way"
+    _kill_session(process.pid)
+    out = _run("train", "file", str(experiment), "--storage-path", str(storage), "--resume")
+    assert out.returncode == 0, out.stderr[-3000:]
+    progress = pd.read_csv(next(storage.glob("resumable/*/progress.csv")))
+    iterations = progress["training_iteration"].tolist()
+    assert iterations[-1] == 6 and set(range(1, 7)) <= set(iterations)
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("a: [b\n", "is not valid YAML (line 2"),
+        ("x:\n  run: SynPoo\n", "unknown algorithm 'SynPoo'"),
+        ("x:\n  run: SynPo\n  config: {lrr: 1}\n", "unknown config key(s) ['lrr']"),
+        ("x:\n  run: SynPo\n  stopp: {}\n", "unknown key(s) ['stopp']"),
+        ("x:\n  run: SynPo\n  config: {l3: -1}\n", "`l3` must be a number >= 0"),
+    ],
+)
+def test_bad_experiment_files_give_one_line_errors(tmp_path, content, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(content)
+    out = _run("train", "file", str(path))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert message in out.stderr.strip().splitlines()[-1]
+
+
+def test_missing_file_and_checkpoint_are_named(tmp_path):
+    out = _run("train", "file", str(tmp_path / "none.yaml"))
+    assert out.returncode == 2 and "none.yaml' does not exist" in out.stderr
+    out = _run("evaluate", str(tmp_path))
+    assert out.returncode == 2 and "is not a SynPo checkpoint" in out.stderr

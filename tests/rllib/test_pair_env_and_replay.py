@@ -1,0 +1,110 @@
+"""The multi-agent pair env and the trajectory replay, without Ray running."""
+
+import numpy as np
+import pytest
+
+from rllib_synpo.pair_env import SynPoPairsEnv, shard_pairs
+from rllib_synpo.replay import Trajectory, TrajectoryReplay
+from synpo_envs.gridworld import GridWorld
+
+PAIRS = [(e, t) for e in range(3) for t in range(4)]
+
+
+class _Context(dict):
+    """What RLlib passes: a dict knowing its env runner."""
+
+    def __init__(self, config, worker_index, num_workers):
+        super().__init__(config)
+        self.worker_index, self.num_workers = worker_index, num_workers
+
+
+def test_pairs_are_sharded_between_env_runners():
+    shards = [SynPoPairsEnv(_Context({"pairs": PAIRS}, i, 3)).pairs for i in (1, 2, 3)]
+    assert sorted(p for shard in shards for p in shard) == sorted(PAIRS)
+    assert SynPoPairsEnv(_Context({"pairs": PAIRS}, 0, 3)).pairs == PAIRS  # the local runner
+    assert shard_pairs(PAIRS[:1], 2, 3) == PAIRS[:1]
+
+
+def _play(env):
+    obs, infos = env.reset()
+    episodes = {a: {"obs": [obs[a]], "infos": [infos[a]], "rewards": []} for a in obs}
+    done = False
+    while not done:
+        actions = {a: 0 for a in env.agents}
+        obs, rewards, terms, truncs, infos = env.step(actions)
+        for agent in rewards:
+            episodes[agent]["obs"].append(obs[agent])
+            episodes[agent]["infos"].append(infos[agent])
+            episodes[agent]["rewards"].append(rewards[agent])
+        done = terms["__all__"]
+    return episodes
+
+
+def test_expert_behaviour_plays_the_expert_and_labels_every_observation():
+    env = SynPoPairsEnv({"pairs": PAIRS, "num_slots": 5, "seed": 0})
+    episodes = _play(env)
+    assert len(episodes) == 5
+    for episode in episodes.values():
+        infos = episode["infos"]
+        assert infos[-1]["success"] and infos[-1]["expert_action"] == -1
+        assert [i["executed_action"] for i in infos[1:]] == [i["expert_action"] for i in infos[:-1]]
+        assert (episode["obs"][0]["env_id"], episode["obs"][0]["task_id"]) in PAIRS
+
+
+def test_seeded_env_replays_and_epsilon_perturbs():
+    first = _play(SynPoPairsEnv({"pairs": PAIRS, "num_slots": 3, "seed": 7}))
+    again = _play(SynPoPairsEnv({"pairs": PAIRS, "num_slots": 3, "seed": 7}))
+    assert all(np.array_equal(a["obs"][-1]["obs"], b["obs"][-1]["obs"]) for a, b in zip(first.values(), again.values()))
+    noisy = _play(SynPoPairsEnv({"pairs": PAIRS, "num_slots": 8, "seed": 7, "expert_epsilon": 0.5}))
+    differ = [i["executed_action"] != j["expert_action"] for e in noisy.values() for j, i in zip(e["infos"][:-1], e["infos"][1:])]
+    assert 0.2 < np.mean(differ) < 0.6
+
+
+def test_policy_behaviour_needs_an_action_per_active_agent():
+    env = SynPoPairsEnv({"pairs": PAIRS, "num_slots": 2, "behaviour": "policy"})
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="slot_1"):
+        env.step({"slot_0": 1})
+
+
+@pytest.mark.parametrize("config, message", [({"colour": 1}, "colour"), ({"behaviour": "random"}, "random"), ({"expert_epsilon": 2}, "expert_epsilon")])
+def test_bad_env_config_is_named(config, message):
+    with pytest.raises(ValueError, match=message):
+        SynPoPairsEnv(config)
+
+
+def _trajectory(seed, frame_stack=4):
+    env = GridWorld(frame_stack=frame_stack)
+    obs, info = env.reset(seed=seed)
+    observations, labels, rewards, done = [obs["obs"]], [info["expert_action"]], [], False
+    while not done:
+        obs, reward, terminated, truncated, info = env.step(labels[-1])
+        observations.append(obs["obs"])
+        labels.append(info["expert_action"])
+        rewards.append(reward)
+        done = terminated or truncated
+    stacked = np.stack(observations[:-1])
+    trajectory = Trajectory(stacked[:, -3:].copy(), *env.pair, np.array(labels[:-1]), np.array(labels[:-1]), np.array(rewards, np.float32))
+    return trajectory, stacked
+
+
+def test_stacks_rebuilt_from_frames_equal_the_env_observations():
+    trajectory, stacked = _trajectory(seed=4)
+    assert np.array_equal(trajectory.stacked_obs(4), stacked)
+
+
+def test_replay_is_a_seeded_fifo_and_small():
+    replay = TrajectoryReplay(capacity=3, frame_stack=4, seed=0)
+    trajectories = [_trajectory(seed)[0] for seed in range(5)]
+    replay.add(trajectories)
+    assert len(replay) == 3 and replay.added == 5
+    kept = {t.env_id * 100 + t.task_id for t in replay._items}
+    assert kept == {t.env_id * 100 + t.task_id for t in trajectories[2:]}
+    batch = replay.sample(2)
+    assert batch["obs"].dtype == np.uint8 and len(batch["obs"]) == len(batch["reward"])
+    again = TrajectoryReplay(capacity=3, frame_stack=4, seed=0)
+    again.add(trajectories)
+    assert np.array_equal(again.sample(2)["obs"], batch["obs"])
+    per_step = sum(t.nbytes for t in trajectories) / sum(len(t) for t in trajectories)
+    full_replay_gb = 20_000 * 40 * per_step / 1e9  # 40 steps: above the expert's mean length
+    assert full_replay_gb < 1.5, full_replay_gb
