@@ -21,7 +21,7 @@ from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
 from ray.rllib.utils.metrics import ENV_RUNNER_SAMPLING_TIMER, LEARNER_RESULTS, LEARNER_UPDATE_TIMER, TIMERS
 
 from rllib_synpo.config import MODULE_ID, SynPoConfig, resolve_split
-from rllib_synpo.learner import EXECUTED_ACTION, EXPERT_ACTION
+from rllib_synpo.learner import EXECUTED_ACTION, EXPERT_ACTION, TASK_LABELS
 from rllib_synpo.replay import TrajectoryReplay
 from rllib_synpo.trajectories import collect_trajectories
 
@@ -69,6 +69,21 @@ class SynPo(Algorithm):
                 self.metrics.aggregate(results, key=LEARNER_RESULTS)
         self.env_runner_group.sync_weights(from_worker_or_learner_group=self.learner_group, inference_only=True)
 
+    def evaluate(self, parallel_train_future=None) -> dict:
+        """Greedy AvgSR, return and first-pick accuracy on seen and unseen pairs (batched,
+        ``greedy_episodes_per_pair`` each); RLlib files it under ``evaluation/``."""
+        from rllib_synpo.evaluate import summarize
+        from rllib_synpo.evaluation import evaluate, torch_greedy_policy
+
+        split = resolve_split(self.config.split)
+        net = self.env_runner.module[MODULE_ID].net if self.env_runner else self.get_module(MODULE_ID).net
+        results = evaluate(
+            torch_greedy_policy(net), split.all_pairs, self.config.greedy_episodes_per_pair,
+            seed=self.config.seed or 0, env_kwargs=self.config.env_config.get("gridworld", {}),
+        )
+        summary = summarize(results, split)
+        return {f"{part}_{key}": value for part in ("seen", "unseen") for key, value in summary[part].items()}
+
     @staticmethod
     def _train_batch(sample: dict[str, np.ndarray]) -> MultiAgentBatch:
         columns = {
@@ -77,6 +92,8 @@ class SynPo(Algorithm):
             EXECUTED_ACTION: sample["action"],
             Columns.REWARDS: sample["reward"],
         }
+        if "task_labels" in sample:
+            columns[TASK_LABELS] = sample["task_labels"]
         return MultiAgentBatch({MODULE_ID: SampleBatch(columns)}, env_steps=len(sample["reward"]))
 
     # --- the replay is part of the checkpoint, so a resumed run loses nothing -------------

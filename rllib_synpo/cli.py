@@ -145,6 +145,7 @@ def evaluate_command(args: argparse.Namespace) -> int:
         if part["pairs"]:
             print(f"{name:6s} pairs {part['pairs']:3d}  AvgSR {100 * part['avg_success_rate']:5.1f}%  "
                   f"avg return {part['avg_return']:7.2f}  first-pick accuracy {100 * part['first_pick_accuracy']:5.1f}%")
+    print(f"checkpoint {summary['checkpoint']}")
     print(f"wrote {args.out}/success_matrix.csv, summary.json, heatmap.png ({summary['seconds']:.0f} s)")
     return 0
 
@@ -162,7 +163,7 @@ def _parser() -> argparse.ArgumentParser:
     file.add_argument("--resume", action="store_true", help="resume the experiment from its last checkpoints")
     file.set_defaults(func=train_file)
     evaluate = verbs.add_parser("evaluate", help="evaluate a SynPo checkpoint on the gridworld")
-    evaluate.add_argument("checkpoint")
+    evaluate.add_argument("checkpoint", help="a checkpoint, or an experiment folder (its newest checkpoint is used)")
     evaluate.add_argument("--episodes-per-pair", type=int, default=100)
     evaluate.add_argument("--pairs", choices=("seen", "unseen", "all"), default="all")
     evaluate.add_argument("--out", default="evaluation")

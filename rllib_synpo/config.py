@@ -59,6 +59,8 @@ class SynPoConfig(AlgorithmConfig):
         self.episodes_per_env_runner = 1
         self.warmup_trajectories = 64
         self.expert_epsilon = 0.0
+        self.relabel_seen_tasks = False
+        self.greedy_episodes_per_pair = 2
         self.split: Any = None
         self.lr = 1e-3
         self.environment(env=PAIRS_ENV_NAME, env_config={})
@@ -80,6 +82,8 @@ class SynPoConfig(AlgorithmConfig):
         episodes_per_env_runner: int | None = NotProvided,
         warmup_trajectories: int | None = NotProvided,
         expert_epsilon: float | None = NotProvided,
+        relabel_seen_tasks: bool | None = NotProvided,
+        greedy_episodes_per_pair: int | None = NotProvided,
         encoder: str | None = NotProvided,
         embedding_dim: int | None = NotProvided,
         split: Any = NotProvided,
@@ -99,6 +103,13 @@ class SynPoConfig(AlgorithmConfig):
             warmup_trajectories: Trajectories in the replay before updates start.
             expert_epsilon: Probability that the expert executes a random action instead (the
                 paper's "random perturbations"; the label stays the optimal action).
+            relabel_seen_tasks: Also train the policy, at every stored state, on the expert's
+                action for every other seen task of the state's environment (an expert query
+                like DAgger's; not in the paper, which trains on each trajectory's own task).
+                Without it the policy learns shortcuts that ignore the task (see
+                results/learning_efficiency.md).
+            greedy_episodes_per_pair: Greedy episodes per pair (all 400) in each periodic
+                evaluation (``evaluation_interval``); results land under ``evaluation/``.
             encoder: State encoder of the module, "compact" (CPU default) or "paper_resnet".
             embedding_dim: Size of the environment and task embeddings (paper: 128).
             split: Which pairs are seen in training: None (the 144/256 split, seed 0), a
@@ -109,7 +120,8 @@ class SynPoConfig(AlgorithmConfig):
             "l1": l1, "l2": l2, "l3": l3, "replay_capacity": replay_capacity,
             "trajectories_per_update": trajectories_per_update, "updates_per_iteration": updates_per_iteration,
             "episodes_per_env_runner": episodes_per_env_runner, "warmup_trajectories": warmup_trajectories,
-            "expert_epsilon": expert_epsilon, "split": split,
+            "expert_epsilon": expert_epsilon, "split": split, "relabel_seen_tasks": relabel_seen_tasks,
+            "greedy_episodes_per_pair": greedy_episodes_per_pair,
         }.items():
             if value is not NotProvided:
                 setattr(self, name, value)
@@ -132,7 +144,7 @@ class SynPoConfig(AlgorithmConfig):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or value < 0:
                 self._value_error(f"`{name}` must be a number >= 0, got {value!r}")
-        for name in ("replay_capacity", "trajectories_per_update", "updates_per_iteration", "episodes_per_env_runner"):
+        for name in ("replay_capacity", "trajectories_per_update", "updates_per_iteration", "episodes_per_env_runner", "greedy_episodes_per_pair"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 self._value_error(f"`{name}` must be an integer >= 1, got {value!r}")
@@ -154,4 +166,5 @@ class SynPoConfig(AlgorithmConfig):
             "pairs": [list(p) for p in split.seen],
             "behaviour": "expert",
             "expert_epsilon": self.expert_epsilon,
+            "relabel": bool(self.relabel_seen_tasks),
         }

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import torch
 
-from rllib_synpo.losses import disentangle_loss, policy_loss, reward_loss, synpo_total, taken
+from rllib_synpo.losses import disentangle_loss, policy_loss, relabelled_policy_loss, reward_loss, synpo_total, taken
 from rllib_synpo.networks import SynPoNetwork
 from synpo_envs.gridworld import BatchedGridWorld
 from synpo_envs.gridworld.constants import NUM_ACTIONS, NUM_COLOURS, PICK_UP
@@ -87,7 +87,8 @@ def synpo_losses(net: SynPoNetwork, batch: dict[str, torch.Tensor], config: Dire
         weights = torch.ones(NUM_ACTIONS)
         weights[PICK_UP] = config.pick_weight
     if "task_labels" in batch:
-        terms = {"policy_loss": relabelled_policy_loss(net, out, batch, weights)}
+        task_logits = net.task_logits(out.sa_features, batch["env_id"])
+        terms = {"policy_loss": relabelled_policy_loss(task_logits, batch["task_labels"], weights)}
     else:
         terms = {"policy_loss": policy_loss(out.logits, batch["expert_action"], weights)}
     terms["reward_loss"] = reward_loss(out.reward, batch["action"], batch["reward"])
@@ -97,16 +98,6 @@ def synpo_losses(net: SynPoNetwork, batch: dict[str, torch.Tensor], config: Dire
     terms["total_loss"] = synpo_total(terms, config.l1, config.l2, config.l3)
     terms["accuracy"] = (out.logits.argmax(-1) == batch["expert_action"]).float().mean()
     return terms
-
-
-def relabelled_policy_loss(net: SynPoNetwork, out, batch: dict[str, torch.Tensor], weights) -> torch.Tensor:
-    """Cross-entropy against the expert's action for every valid task label of every state."""
-    num_envs, num_tasks = net.env_embedding.num_embeddings, net.task_embedding.num_embeddings
-    envs, tasks = torch.meshgrid(torch.arange(num_envs), torch.arange(num_tasks), indexing="ij")
-    alpha = net.alpha(net.coefficients(envs, tasks))[batch["env_id"]]  # (N, T, K), one MLP pass per pair
-    logits = torch.einsum("nak,ntk->nta", out.sa_features, alpha) + net.policy_bias
-    mask = batch["task_mask"]
-    return policy_loss(logits[mask], batch["task_labels"][mask], weights)
 
 
 class DirectImitation:
@@ -168,8 +159,7 @@ class DirectImitation:
         sample = self.replay.sample(self.rng, self.config.batch_size)
         if self.config.relabel_seen_tasks:
             labels, possible = self.env.grid_spec.task_expert_actions(sample["env_id"], sample["agent"], sample["treasures"])
-            sample["task_labels"] = labels.astype(np.int64)
-            sample["task_mask"] = possible & self.seen_mask[sample["env_id"]]
+            sample["task_labels"] = np.where(possible & self.seen_mask[sample["env_id"]], labels, -1).astype(np.int64)
         batch = {k: torch.as_tensor(v) for k, v in sample.items()}
         terms = synpo_losses(self.net, batch, self.config)
         self.optimizer.zero_grad()

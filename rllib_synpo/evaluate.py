@@ -24,16 +24,28 @@ class CheckpointError(ValueError):
     """A path that is not a SynPo checkpoint."""
 
 
+def find_checkpoint(path: str | Path) -> Path:
+    """``path`` itself when it is a SynPo checkpoint, else the newest checkpoint under it (an
+    experiment or trial folder of ``rllib train file``)."""
+    from rllib_synpo.algorithm import META_FILE
+
+    path = Path(path)
+    if (path / META_FILE).is_file():
+        return path
+    found = sorted((p.parent for p in path.glob(f"**/{META_FILE}")), key=lambda p: (p / META_FILE).stat().st_mtime)
+    if not found:
+        raise CheckpointError(f"{path} is not a SynPo checkpoint and holds none (no {META_FILE} under it)")
+    return found[-1]
+
+
 def load_checkpoint(checkpoint: str | Path):
     """(network, split, gridworld kwargs) from an algorithm checkpoint folder."""
     from ray.rllib.core.rl_module.rl_module import RLModule
 
     from rllib_synpo.algorithm import META_FILE
 
-    checkpoint = Path(checkpoint)
+    checkpoint = find_checkpoint(checkpoint)
     meta_path = checkpoint / META_FILE
-    if not meta_path.is_file():
-        raise CheckpointError(f"{checkpoint} is not a SynPo checkpoint (no {META_FILE})")
     meta = json.loads(meta_path.read_text())
     module = RLModule.from_checkpoint(checkpoint / MODULE_DIR / meta["module_id"])
     return module.net, Split.from_dict(meta["split"], source=str(meta_path)), meta.get("gridworld", {})
@@ -85,7 +97,7 @@ def evaluate_checkpoint(checkpoint: str | Path, *, episodes_per_pair: int = 100,
     net, split, gridworld = load_checkpoint(checkpoint)
     start = time.perf_counter()
     results = evaluate(torch_greedy_policy(net), select_pairs(split, pairs), episodes_per_pair, seed=seed, env_kwargs=gridworld)
-    summary = summarize(results, split) | {"checkpoint": str(checkpoint), "seconds": time.perf_counter() - start, "seed": seed}
+    summary = summarize(results, split) | {"checkpoint": str(find_checkpoint(checkpoint)), "seconds": time.perf_counter() - start, "seed": seed}
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     matrix = success_matrix(results, split)

@@ -8,12 +8,13 @@ import torch
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.learner.torch.torch_learner import TorchLearner
 
-from rllib_synpo.losses import disentangle_loss, policy_loss, reward_loss, synpo_total, taken
+from rllib_synpo.losses import disentangle_loss, policy_loss, relabelled_policy_loss, reward_loss, synpo_total, taken
 from rllib_synpo.rl_module import REWARD_PREDICTIONS, SA_FEATURES
 
 # Batch columns besides the observation.
 EXPERT_ACTION = "expert_action"
 EXECUTED_ACTION = "executed_action"
+TASK_LABELS = "task_labels"  # (N, T) expert actions for every seen task, -1 none (relabelling)
 
 
 def synpo_loss_terms(module, batch: dict[str, Any], fwd_out: dict[str, Any]) -> dict[str, torch.Tensor]:
@@ -21,8 +22,13 @@ def synpo_loss_terms(module, batch: dict[str, Any], fwd_out: dict[str, Any]) -> 
     expert = batch[EXPERT_ACTION].long()
     obs = batch[Columns.OBS]
     env_scores, task_scores = module.disentangle_scores(taken(fwd_out[SA_FEATURES], expert))
+    if TASK_LABELS in batch:
+        task_logits = module.net.task_logits(fwd_out[SA_FEATURES], obs["env_id"].long())
+        imitation = relabelled_policy_loss(task_logits, batch[TASK_LABELS])
+    else:
+        imitation = policy_loss(fwd_out[Columns.ACTION_DIST_INPUTS], expert)
     return {
-        "policy_loss": policy_loss(fwd_out[Columns.ACTION_DIST_INPUTS], expert),
+        "policy_loss": imitation,
         "reward_loss": reward_loss(fwd_out[REWARD_PREDICTIONS], batch[EXECUTED_ACTION].long(), batch[Columns.REWARDS]),
         "env_disentangle_loss": disentangle_loss(env_scores, obs["env_id"].long()),
         "task_disentangle_loss": disentangle_loss(task_scores, obs["task_id"].long()),

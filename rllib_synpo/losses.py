@@ -15,6 +15,13 @@ def policy_loss(logits: torch.Tensor, expert_actions: torch.Tensor, action_weigh
     return F.cross_entropy(logits, expert_actions, weight=action_weights)
 
 
+def relabelled_policy_loss(task_logits: torch.Tensor, task_labels: torch.Tensor, action_weights: torch.Tensor | None = None) -> torch.Tensor:
+    """Cross-entropy against the expert's action for every task of a state that has a label
+    (``task_labels[n, t] >= 0``: a seen pair for which the state is possible)."""
+    mask = task_labels >= 0
+    return F.cross_entropy(task_logits[mask], task_labels[mask].long(), weight=action_weights)
+
+
 def taken(values: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
     """values[n, actions[n], ...] for every row n."""
     return values[torch.arange(len(actions), device=values.device), actions]

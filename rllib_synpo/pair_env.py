@@ -11,6 +11,8 @@ one with probability ``expert_epsilon``, whatever the module proposed (imitation
 ``behaviour="policy"`` executes the module's actions (evaluation, PPO). Every ``info`` carries
 ``expert_action``, the expert's action for the observation returned with it (-1 for an
 episode's last observation), and every step's ``executed_action``, the action that was run.
+With ``relabel=True`` infos also carry ``task_labels``: the expert's action at that observation
+for every task (-1 where the pair is not among ``pairs`` or the state is impossible for the task).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from synpo_envs.gridworld.mazes import resolve_mazes
 
 PAIRS_ENV_NAME = "synpo_pairs"  # the name it is registered under with Ray Tune
 BEHAVIOURS = ("expert", "policy")
-ENV_CONFIG_KEYS = {"num_slots", "pairs", "behaviour", "expert_epsilon", "seed", "gridworld"}
+ENV_CONFIG_KEYS = {"num_slots", "pairs", "behaviour", "expert_epsilon", "seed", "gridworld", "relabel"}
 DEFAULT_NUM_SLOTS = 16
 SEED_STRIDE = 100_003
 
@@ -61,8 +63,13 @@ class SynPoPairsEnv(MultiAgentEnv):
         if pairs is None:
             num_envs = len(resolve_mazes(gridworld.get("mazes")))
             pairs = [(e, t) for e in range(num_envs) for t in range(NUM_TASKS)]
-        self.pairs = shard_pairs([tuple(p) for p in pairs], worker_index, num_workers)
+        pairs = [tuple(p) for p in pairs]
+        self.pairs = shard_pairs(pairs, worker_index, num_workers)
         self.batched = BatchedGridWorld(num_slots, pairs=self.pairs, **gridworld)
+        spec = self.batched.grid_spec
+        self.relabel = bool(config.get("relabel", False))
+        self._labelled = np.zeros((spec.num_envs, spec.num_tasks), bool)  # every pair of the config
+        self._labelled[tuple(np.array(pairs).T)] = True
         self.agents = self.possible_agents = [f"slot_{i}" for i in range(num_slots)]
         self.observation_spaces = {a: self.batched.single_observation_space for a in self.agents}
         self.action_spaces = {a: self.batched.single_action_space for a in self.agents}
@@ -82,6 +89,7 @@ class SynPoPairsEnv(MultiAgentEnv):
         self._expert = info["expert_action"]
         self._active[:] = True
         infos = {a: {"expert_action": int(self._expert[i])} for i, a in enumerate(self.agents)}
+        self._add_task_labels(infos, range(len(self.agents)))
         return self._agent_obs(np.arange(len(self.agents))), infos
 
     def step(self, action_dict: dict[str, Any]):
@@ -114,9 +122,19 @@ class SynPoPairsEnv(MultiAgentEnv):
                 "success": bool(info["success"][i]),
             }
             self._active[i] &= not done
+        self._add_task_labels(infos, [i for i in rows if self._active[i]])
         terms["__all__"] = not self._active.any()
         truncs["__all__"] = False
         return obs, rewards, terms, truncs, infos
+
+    def _add_task_labels(self, infos: dict, rows) -> None:
+        if not self.relabel:
+            return
+        state = self.batched.state
+        labels, possible = self.batched.grid_spec.task_expert_actions(state.env_id, state.agent, state.treasures)
+        labels = np.where(possible & self._labelled[state.env_id], labels, -1).astype(np.int8)
+        for i in rows:
+            infos[self.agents[i]]["task_labels"] = labels[i]
 
     def _agent_obs(self, rows: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
         return {self.agents[i]: {k: v[i] for k, v in self._obs.items()} for i in rows}

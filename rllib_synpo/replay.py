@@ -12,8 +12,6 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-COLUMNS = ("env_id", "task_id", "expert_action", "action", "reward")
-
 
 @dataclass
 class Trajectory:
@@ -25,13 +23,15 @@ class Trajectory:
     expert_action: np.ndarray  # (L,) the label at observation t
     action: np.ndarray  # (L,) the action executed at t
     reward: np.ndarray  # (L,) the reward it earned
+    task_labels: np.ndarray | None = None  # (L, T) int8 expert actions for every task, -1 none
 
     def __len__(self) -> int:
         return len(self.expert_action)
 
     @property
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in (self.frames, self.expert_action, self.action, self.reward))
+        arrays = (self.frames, self.expert_action, self.action, self.reward, self.task_labels)
+        return sum(a.nbytes for a in arrays if a is not None)
 
     def stacked_obs(self, frame_stack: int) -> np.ndarray:
         """(L, frame_stack * C, H, W): observation t stacks frames t-k+1..t, zeros before 0."""
@@ -87,6 +87,8 @@ class TrajectoryReplay:
         for name in ("expert_action", "action"):
             batch[name] = np.concatenate([getattr(t, name) for t in chosen]).astype(np.int64)
         batch["reward"] = np.concatenate([t.reward for t in chosen]).astype(np.float32)
+        if all(t.task_labels is not None for t in chosen):
+            batch["task_labels"] = np.concatenate([t.task_labels for t in chosen]).astype(np.int64)
         return batch
 
     def get_state(self) -> dict:

@@ -28,6 +28,7 @@ def episode_to_trajectories(episode, frame_channels: int) -> list[Trajectory]:
                 expert_action=np.array([info["expert_action"] for info in infos[:length]], np.int8),
                 action=np.array([info["executed_action"] for info in infos[1:]], np.int8),
                 reward=np.asarray(agent_episode.get_rewards(slice(0, length)), np.float32),
+                task_labels=np.stack([info["task_labels"] for info in infos[:length]]) if "task_labels" in infos[0] else None,
             )
         )
     return trajectories

@@ -148,7 +148,7 @@ class GridSpec:
         second = treasures[:, TASK_COLOURS[:, 1]]
         target = np.where(first >= 0, first, second)
         actions = self.next_action[env_id[:, None], np.maximum(target, 0), agent[:, None]]
-        return actions, second >= 0
+        return actions.astype(np.int64), second >= 0
 
     def sample_layout(self, rng: np.random.Generator, pair: Pair | None = None) -> Layout:
         """Draws a start: the pair (unless given), 5 distinct treasure cells, the agent's cell

@@ -75,6 +75,17 @@ class SynPoNetwork(nn.Module):
         value = self.value_head(torch.cat([psi, embeddings], dim=-1)).squeeze(-1)
         return SynPoOutputs(logits=logits, reward=reward, sa_features=sa, value=value)
 
+    def task_logits(self, sa_features: torch.Tensor, env_id: torch.Tensor) -> torch.Tensor:
+        """(N, T, A): the policy logits of every task in each row's environment, from the
+        state-action features of `forward` (one coefficient MLP pass per (env, task) pair)."""
+        envs, tasks = torch.meshgrid(
+            torch.arange(self.env_embedding.num_embeddings, device=env_id.device),
+            torch.arange(self.task_embedding.num_embeddings, device=env_id.device),
+            indexing="ij",
+        )
+        alpha = self.alpha(self.coefficients(envs, tasks))[env_id]
+        return torch.einsum("nak,ntk->nta", sa_features, alpha) + self.policy_bias
+
     def disentangle_scores(self, sa_taken: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Scores of x = sa[n, a] against all env embeddings (via g) and all task embeddings (h)."""
         env_scores = self.env_head(sa_taken) @ self.env_embedding.weight.T

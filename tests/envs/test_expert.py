@@ -66,3 +66,17 @@ def test_perturbed_expert_is_seeded_and_random_at_the_given_rate():
     assert 0.3 < differ < 0.5  # half are random, 4 in 5 of those differ from the optimum
     with pytest.raises(ValueError, match="epsilon"):
         env.expert_action(epsilon=1.5)
+
+
+def test_expert_labels_for_every_task_at_a_state():
+    env = BatchedGridWorld(64)
+    _, info = env.reset(seed=5)
+    for _ in range(40):
+        state = env.state
+        labels, possible = env.grid_spec.task_expert_actions(state.env_id, state.agent, state.treasures)
+        assert labels.shape == (64, 20) and labels.dtype == np.int64 and labels.min() >= 0 and labels.max() < 5
+        rows = np.arange(64)
+        assert np.array_equal(labels[rows, state.task_id], info["expert_action"]) and possible[rows, state.task_id].all()
+        second_gone = state.treasures[:, TASK_COLOURS[:, 1]] < 0
+        assert np.array_equal(possible, ~second_gone)
+        _, _, _, _, info = env.step(info["expert_action"])

@@ -32,6 +32,30 @@ def test_one_iteration_with_the_local_env_runner(ray_session):
         algo.stop()
 
 
+def test_one_iteration_with_relabelled_seen_tasks(ray_session):
+    algo = tiny_config(relabel_seen_tasks=True).build_algo()
+    try:
+        result = algo.train()
+        assert np.isfinite(result["learners"]["synpo"]["policy_loss"])
+        labels = algo.replay.sample(2)["task_labels"]
+        assert labels.shape[1] == 20 and (labels >= 0).any(axis=1).all()
+    finally:
+        algo.stop()
+
+
+def test_periodic_evaluation_reports_seen_and_unseen(ray_session):
+    config = tiny_config(greedy_episodes_per_pair=1).evaluation(evaluation_interval=1)
+    config.environment(env_config={"num_slots": 4, "gridworld": {"max_steps": 20}})
+    algo = config.build_algo()
+    try:
+        evaluation = algo.train()["evaluation"]
+        for part in ("seen", "unseen"):
+            assert 0.0 <= evaluation[f"{part}_avg_success_rate"] <= 1.0
+        assert evaluation["seen_pairs"] == 144 and evaluation["unseen_pairs"] == 256
+    finally:
+        algo.stop()
+
+
 def test_two_env_runners_share_the_seen_pairs(ray_session):
     algo = tiny_config(episodes_per_env_runner=3).env_runners(num_env_runners=2).build_algo()
     try:

@@ -61,11 +61,11 @@ def test_train_file_then_evaluate(tmp_path):
     storage = tmp_path / "results"
     out = _run("train", "file", str(_experiment(tmp_path)), "--storage-path", str(storage))
     assert out.returncode == 0, out.stderr[-3000:]
-    checkpoint = _checkpoints(storage)[-1]
     evaluation = tmp_path / "eval"
-    out = _run("evaluate", str(checkpoint), "--episodes-per-pair", "1", "--pairs", "all", "--out", str(evaluation))
+    out = _run("evaluate", str(storage / "tiny"), "--episodes-per-pair", "1", "--pairs", "all", "--out", str(evaluation))
     assert out.returncode == 0, out.stderr[-3000:]
     assert "seen   pairs 144" in out.stdout and "unseen pairs 256" in out.stdout
+    assert f"checkpoint {_checkpoints(storage)[-1]}" in out.stdout  # the newest one
     matrix = pd.read_csv(evaluation / "success_matrix.csv", index_col=0)
     assert matrix.shape == (20, 20) and matrix.notna().all().all()
     summary = json.loads((evaluation / "summary.json").read_text())
@@ -116,4 +116,12 @@ def test_missing_file_and_checkpoint_are_named(tmp_path):
     out = _run("train", "file", str(tmp_path / "none.yaml"))
     assert out.returncode == 2 and "none.yaml' does not exist" in out.stderr
     out = _run("evaluate", str(tmp_path))
-    assert out.returncode == 2 and "is not a SynPo checkpoint" in out.stderr
+    assert out.returncode == 2 and "is not a SynPo checkpoint and holds none" in out.stderr
+
+
+@pytest.mark.parametrize("name", ["synpo_gridworld.yaml", "synpo_gridworld_paper.yaml"])
+def test_tuned_examples_are_valid(name):
+    from rllib_synpo.cli import load_experiments
+
+    experiments = load_experiments(Path(__file__).resolve().parents[2] / "tuned_examples" / name)
+    assert all(spec["run"] == "SynPo" for spec in experiments.values())

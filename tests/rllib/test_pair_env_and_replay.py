@@ -108,3 +108,13 @@ def test_replay_is_a_seeded_fifo_and_small():
     per_step = sum(t.nbytes for t in trajectories) / sum(len(t) for t in trajectories)
     full_replay_gb = 20_000 * 40 * per_step / 1e9  # 40 steps: above the expert's mean length
     assert full_replay_gb < 1.5, full_replay_gb
+
+
+def test_relabel_gives_expert_labels_for_every_configured_pair():
+    env = SynPoPairsEnv({"pairs": PAIRS, "num_slots": 4, "seed": 1, "relabel": True})
+    for episode in _play(env).values():
+        env_id, task_id = int(episode["obs"][0]["env_id"]), int(episode["obs"][0]["task_id"])
+        for info in episode["infos"][:-1]:
+            labels = info["task_labels"]
+            assert labels[task_id] == info["expert_action"]
+            assert all(labels[t] == -1 for t in range(20) if (env_id, t) not in PAIRS)
