@@ -149,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
             plot(rows, out.with_suffix(".png"), out.name)
             next_eval += args.eval_minutes * 60
             if done:
+                torch.save(trainer.net.state_dict(), out.with_suffix(".pt"))  # for re-evaluation
                 break
         start = time.perf_counter()
         last = trainer.step()

@@ -139,7 +139,7 @@ def train_file(args: argparse.Namespace) -> int:
 def evaluate_command(args: argparse.Namespace) -> int:
     from rllib_synpo.evaluate import evaluate_checkpoint
 
-    summary = evaluate_checkpoint(args.checkpoint, episodes_per_pair=args.episodes_per_pair, pairs=args.pairs, out=args.out, seed=args.seed)
+    summary = evaluate_checkpoint(args.checkpoint, episodes_per_pair=args.episodes_per_pair, pairs=args.pairs, out=args.out, seed=args.seed, sample=args.sample)
     for name in ("seen", "unseen"):
         part = summary[name]
         if part["pairs"]:
@@ -168,6 +168,7 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--pairs", choices=("seen", "unseen", "all"), default="all")
     evaluate.add_argument("--out", default="evaluation")
     evaluate.add_argument("--seed", type=int, default=0)
+    evaluate.add_argument("--sample", action="store_true", help="sample actions from the policy instead of the greedy action")
     evaluate.set_defaults(func=evaluate_command)
     return parser
 

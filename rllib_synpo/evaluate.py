@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rllib_synpo.evaluation import PairResults, evaluate, torch_greedy_policy
+from rllib_synpo.evaluation import PairResults, evaluate, torch_policy
 from synpo_envs.splits import Split
 
 PAIR_SETS = ("seen", "unseen", "all")
@@ -91,13 +91,14 @@ def write_heatmap(matrix: np.ndarray, split: Split, path: Path, title: str) -> N
     plt.close(fig)
 
 
-def evaluate_checkpoint(checkpoint: str | Path, *, episodes_per_pair: int = 100, pairs: str = "all", out: str | Path = "evaluation", seed: int = 0) -> dict:
+def evaluate_checkpoint(checkpoint: str | Path, *, episodes_per_pair: int = 100, pairs: str = "all", out: str | Path = "evaluation", seed: int = 0, sample: bool = False) -> dict:
     import pandas as pd
 
     net, split, gridworld = load_checkpoint(checkpoint)
     start = time.perf_counter()
-    results = evaluate(torch_greedy_policy(net), select_pairs(split, pairs), episodes_per_pair, seed=seed, env_kwargs=gridworld)
-    summary = summarize(results, split) | {"checkpoint": str(find_checkpoint(checkpoint)), "seconds": time.perf_counter() - start, "seed": seed}
+    policy = torch_policy(net, sample=sample, seed=seed)
+    results = evaluate(policy, select_pairs(split, pairs), episodes_per_pair, seed=seed, env_kwargs=gridworld)
+    summary = summarize(results, split) | {"policy": "sampled" if sample else "greedy", "checkpoint": str(find_checkpoint(checkpoint)), "seconds": time.perf_counter() - start, "seed": seed}
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     matrix = success_matrix(results, split)

@@ -35,7 +35,7 @@ class PairResults:
         keep = np.ones(len(self.pairs), bool) if mask is None else np.asarray(mask, bool)
         episodes = self.episodes[keep].sum()
         if not keep.any():
-            return {"avg_success_rate": float("nan"), "avg_return": float("nan"), "first_pick_accuracy": float("nan"), "pairs": 0}
+            return {"avg_success_rate": None, "avg_return": None, "first_pick_accuracy": None, "pairs": 0}
         return {
             "avg_success_rate": float(self.success_rate[keep].mean()),
             "avg_return": float(self.returns[keep].sum() / episodes),
@@ -102,6 +102,13 @@ def _run_chunk(policy: PolicyFn, chunk_pairs, chunk, results: PairResults, seed:
 
 def torch_greedy_policy(network: torch.nn.Module, device: str | torch.device = "cpu", batch: int = 2048) -> PolicyFn:
     """Greedy actions of a `SynPoNetwork`-like module (forward(obs, env_id, task_id).logits)."""
+    return torch_policy(network, sample=False, device=device, batch=batch)
+
+
+def torch_policy(network: torch.nn.Module, *, sample: bool, seed: int = 0, device: str | torch.device = "cpu", batch: int = 2048) -> PolicyFn:
+    """Actions of a `SynPoNetwork`-like module: the most likely (``sample=False``) or drawn from
+    the policy's softmax with a seeded generator (``sample=True``)."""
+    generator = torch.Generator(device=device).manual_seed(seed)
 
     @torch.no_grad()
     def act(obs: dict[str, np.ndarray]) -> np.ndarray:
@@ -110,7 +117,12 @@ def torch_greedy_policy(network: torch.nn.Module, device: str | torch.device = "
         out = []
         for start in range(0, len(obs["obs"]), batch):
             part = {key: torch.as_tensor(value[start : start + batch], device=device) for key, value in obs.items()}
-            out.append(network(part["obs"], part["env_id"], part["task_id"]).logits.argmax(-1).cpu().numpy())
+            logits = network(part["obs"], part["env_id"], part["task_id"]).logits
+            if sample:
+                actions = torch.multinomial(torch.softmax(logits, -1), 1, generator=generator).squeeze(-1)
+            else:
+                actions = logits.argmax(-1)
+            out.append(actions.cpu().numpy())
         network.train(was_training)
         return np.concatenate(out)
 

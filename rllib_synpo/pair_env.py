@@ -79,10 +79,18 @@ class SynPoPairsEnv(MultiAgentEnv):
         self._obs: dict[str, np.ndarray] = {}
         self._expert = np.zeros(num_slots, np.int64)
         self._rng = np.random.default_rng(self._seed)
+        self._last_seed: int | None = None
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """Seeds the pair slots the first time a seed is given (or from ``env_config["seed"]``);
+        the same seed given again continues the streams instead of replaying them, because
+        RLlib's env runner re-sends its seed at every ``sample(num_episodes=...)``."""
         if seed is None and self._seed is not None:
-            seed, self._seed = self._seed, None  # seed once; later resets continue the streams
+            seed, self._seed = self._seed, None
+        if seed is not None and seed == self._last_seed:
+            seed = None
+        if seed is not None:
+            self._last_seed = seed
         self._obs, info = self.batched.reset(seed=seed, options=options)
         if seed is not None:
             self._rng = np.random.default_rng([seed, len(self.agents)])

@@ -32,6 +32,15 @@ def test_one_iteration_with_the_local_env_runner(ray_session):
         algo.stop()
 
 
+def test_every_collection_brings_new_episodes(ray_session):
+    algo = tiny_config().build_algo()
+    try:
+        first, second = algo._collect(), algo._collect()
+        assert not all(np.array_equal(a.frames, b.frames) for a, b in zip(first, second))
+    finally:
+        algo.stop()
+
+
 def test_one_iteration_with_relabelled_seen_tasks(ray_session):
     algo = tiny_config(relabel_seen_tasks=True).build_algo()
     try:

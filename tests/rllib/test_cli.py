@@ -71,6 +71,10 @@ def test_train_file_then_evaluate(tmp_path):
     summary = json.loads((evaluation / "summary.json").read_text())
     assert summary["seen"]["pairs"] == 144 and 0 <= summary["unseen"]["avg_success_rate"] <= 1
     assert (evaluation / "heatmap.png").read_bytes()[:4] == b"\x89PNG"
+    out = _run("evaluate", str(storage), "--episodes-per-pair", "1", "--pairs", "seen", "--sample", "--out", str(tmp_path / "sampled"))
+    assert out.returncode == 0, out.stderr[-3000:]
+    summary = json.loads((tmp_path / "sampled" / "summary.json").read_text())
+    assert summary["policy"] == "sampled" and summary["unseen"]["pairs"] == 0 and summary["unseen"]["avg_success_rate"] is None
 
 
 @pytest.mark.timeout(900)

@@ -118,3 +118,10 @@ def test_relabel_gives_expert_labels_for_every_configured_pair():
             labels = info["task_labels"]
             assert labels[task_id] == info["expert_action"]
             assert all(labels[t] == -1 for t in range(20) if (env_id, t) not in PAIRS)
+
+
+def test_repeating_a_seed_continues_instead_of_replaying():
+    env = SynPoPairsEnv({"pairs": PAIRS, "num_slots": 3})
+    first = env.reset(seed=5)[0]["slot_0"]["obs"]
+    assert not np.array_equal(env.reset(seed=5)[0]["slot_0"]["obs"], first)  # RLlib re-sends its seed
+    assert np.array_equal(SynPoPairsEnv({"pairs": PAIRS, "num_slots": 3}).reset(seed=5)[0]["slot_0"]["obs"], first)
