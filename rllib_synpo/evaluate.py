@@ -104,5 +104,8 @@ def evaluate_checkpoint(checkpoint: str | Path, *, episodes_per_pair: int = 100,
     matrix = success_matrix(results, split)
     pd.DataFrame(matrix, index=pd.Index(range(split.num_envs), name="env_id"), columns=[f"task_{t}" for t in range(split.num_tasks)]).to_csv(out / "success_matrix.csv")
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    write_heatmap(matrix, split, out / "heatmap.png", f"AvgSR seen {100 * summary['seen']['avg_success_rate']:.1f}%, unseen {100 * summary['unseen']['avg_success_rate']:.1f}%")
+    title = ", ".join(
+        f"{part} AvgSR {100 * summary[part]['avg_success_rate']:.1f}%" for part in ("seen", "unseen") if summary[part]["pairs"]
+    )
+    write_heatmap(matrix, split, out / "heatmap.png", title)
     return summary
