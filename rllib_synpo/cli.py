@@ -122,7 +122,7 @@ def train_file(args: argparse.Namespace) -> int:
 
     experiments = load_experiments(args.experiment)
     stop_override = json.loads(args.stop) if args.stop else None
-    for name, spec in experiments.items():
+    for spec in experiments.values():
         if stop_override is not None:
             spec["stop"] = stop_override
         spec["storage_path"] = str(Path(args.storage_path or spec.get("storage_path") or DEFAULT_STORAGE).expanduser().resolve())

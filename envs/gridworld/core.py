@@ -23,7 +23,6 @@ from synpo_envs.gridworld.constants import (
     DEFAULT_WINDOW,
     FLOOR_RGB,
     GRID_SIZE,
-    NUM_ACTIONS,
     NUM_CELLS,
     NUM_COLOURS,
     NUM_TASKS,
@@ -299,5 +298,3 @@ class GridBatch:
         channels = self.spec.frame_channels
         self.obs[rows, -channels:] = frames[..., :NUM_CELLS].reshape(len(rows), channels, GRID_SIZE, GRID_SIZE)
 
-
-assert NUM_ACTIONS == len(ACTION_DELTAS)
