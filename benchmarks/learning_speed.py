@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from rllib_synpo.direct import DirectConfig, DirectImitation
+from rllib_synpo.evaluate import flat_summary
 from rllib_synpo.evaluation import evaluate, torch_greedy_policy
 from synpo_envs.splits import Split, random_split
 
@@ -72,13 +73,7 @@ def _config(args: argparse.Namespace) -> DirectConfig:
 
 def _evaluate(trainer: DirectImitation, split, pairs, episodes: int, env_kwargs: dict, seed: int) -> dict[str, float]:
     results = evaluate(torch_greedy_policy(trainer.net), pairs, episodes, seed=seed, env_kwargs=env_kwargs)
-    seen = [split.is_seen(p) for p in pairs]
-    row = {}
-    for name, mask in (("seen", seen), ("unseen", [not s for s in seen])):
-        for key, value in results.summary(mask).items():
-            if key != "pairs":
-                row[f"{name}_{key}"] = value
-    return row
+    return flat_summary(results, split)
 
 
 def plot(rows: list[dict], path: Path, title: str) -> None:

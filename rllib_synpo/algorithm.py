@@ -72,17 +72,15 @@ class SynPo(Algorithm):
     def evaluate(self, parallel_train_future=None) -> dict:
         """Greedy AvgSR, return and first-pick accuracy on seen and unseen pairs (batched,
         ``greedy_episodes_per_pair`` each); RLlib files it under ``evaluation/``."""
-        from rllib_synpo.evaluate import summarize
+        from rllib_synpo.evaluate import flat_summary
         from rllib_synpo.evaluation import evaluate, torch_greedy_policy
 
         split = resolve_split(self.config.split)
-        net = self.env_runner.module[MODULE_ID].net if self.env_runner else self.get_module(MODULE_ID).net
         results = evaluate(
-            torch_greedy_policy(net), split.all_pairs, self.config.greedy_episodes_per_pair,
+            torch_greedy_policy(self.get_module(MODULE_ID).net), split.all_pairs, self.config.greedy_episodes_per_pair,
             seed=self.config.seed or 0, env_kwargs=self.config.env_config.get("gridworld", {}),
         )
-        summary = summarize(results, split)
-        return {f"{part}_{key}": value for part in ("seen", "unseen") for key, value in summary[part].items()}
+        return flat_summary(results, split)
 
     @staticmethod
     def _train_batch(sample: dict[str, np.ndarray]) -> MultiAgentBatch:

@@ -66,6 +66,12 @@ def summarize(results: PairResults, split: Split) -> dict:
     }
 
 
+def flat_summary(results: PairResults, split: Split) -> dict[str, float]:
+    """`summarize` as one level of ``seen_...``/``unseen_...`` keys (RLlib results, CSV rows)."""
+    summary = summarize(results, split)
+    return {f"{part}_{key}": value for part in ("seen", "unseen") for key, value in summary[part].items()}
+
+
 def success_matrix(results: PairResults, split: Split) -> np.ndarray:
     matrix = np.full((split.num_envs, split.num_tasks), np.nan)
     for (env_id, task_id), rate in zip(results.pairs, results.success_rate):
