@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-
 from synpo_envs.gridworld import BatchedGridWorld, GridWorld
 
 TARGET_SINGLE_STEPS_PER_S = 20_000
@@ -107,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--num-envs", type=int, default=1024, help="batch size of the batched env")
     args = parser.parse_args(argv)
     print(f"gridworld speed, {pin_to_one_core()}, numpy {np.__version__}")
-    measure = lambda run: best_rate(run, args.seconds, args.repeats)  # noqa: E731
+    measure = lambda run: best_rate(run, args.seconds, args.repeats)
 
     baseline = measure(single_env_runner(render=True))
     single = measure(single_env_runner(render=False))

@@ -5,24 +5,31 @@ writes the success-rate curve (seen and unseen pairs) as CSV and PNG.
 
 Training time excludes evaluation time. Every ``--eval-minutes`` the greedy policy runs
 ``--eval-episodes`` episodes on every pair; at the end ``--final-episodes`` (100 as in the paper).
+The loop is `rllib_synpo.budgeted.train_for_budget` (shared with ``python -m rllib_synpo.reproduce``).
+
+The project's best recipe so far (results/learning_efficiency.md; `rllib_synpo.budgeted.best_recipe`):
+
+    python benchmarks/learning_speed.py --relabel --feature-dim 1024 --lr-schedule cosine --threads 2 ...
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
-import time
 from pathlib import Path
 
-import numpy as np
 import torch
-
-from rllib_synpo.direct import DirectConfig, DirectImitation
-from rllib_synpo.evaluate import flat_summary
-from rllib_synpo.evaluation import evaluate, torch_greedy_policy
 from synpo_envs.splits import Split, random_split
+
+from rllib_synpo import budgeted
+from rllib_synpo.budgeted import (
+    DEFAULT_LR_FINAL,
+    LR_SCHEDULES,
+    Budget,
+    train_for_budget,
+)
+from rllib_synpo.direct import DirectConfig, DirectImitation
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -39,6 +46,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--encoder", default=d.encoder)
     p.add_argument("--width", type=int, default=None, help="encoder width (compact encoder)")
     p.add_argument("--lr", type=float, default=d.lr)
+    p.add_argument("--lr-schedule", choices=LR_SCHEDULES, default="constant",
+                   help="cosine: decay the learning rate over the training budget to --lr-final x lr")
+    p.add_argument("--lr-final", type=float, default=DEFAULT_LR_FINAL, help="final learning rate as a fraction of --lr (cosine)")
     p.add_argument("--batch-size", type=int, default=d.batch_size)
     p.add_argument("--l1", type=float, default=d.l1)
     p.add_argument("--l2", type=float, default=d.l2)
@@ -71,28 +81,16 @@ def _config(args: argparse.Namespace) -> DirectConfig:
     )
 
 
-def _evaluate(trainer: DirectImitation, split, pairs, episodes: int, env_kwargs: dict, seed: int) -> dict[str, float]:
-    results = evaluate(torch_greedy_policy(trainer.net), pairs, episodes, seed=seed, env_kwargs=env_kwargs)
-    return flat_summary(results, split)
+def scheduled_lr(args: argparse.Namespace, progress: float) -> float:
+    """The learning rate after ``progress`` (0..1) of the training budget."""
+    return budgeted.scheduled_lr(args.lr, args.lr_schedule, args.lr_final, progress)
 
 
-def plot(rows: list[dict], path: Path, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
-    minutes = [r["train_minutes"] for r in rows]
-    for name in ("seen", "unseen"):
-        ax.plot(minutes, [100 * r[f"{name}_avg_success_rate"] for r in rows], marker="o", label=f"{name} AvgSR")
-    ax.plot(minutes, [100 * r["seen_first_pick_accuracy"] for r in rows], ls="--", label="first-pick acc. (seen)")
-    ax.set(xlabel="training minutes", ylabel="%", title=title, ylim=(0, 100))
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+def _budget(args: argparse.Namespace) -> Budget:
+    return Budget(
+        minutes=args.minutes, eval_minutes=args.eval_minutes, eval_episodes=args.eval_episodes,
+        final_episodes=args.final_episodes, lr_schedule=args.lr_schedule, lr_final=args.lr_final,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,44 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     meta = {"argv": sys.argv, "config": trainer.describe(), "torch_threads": torch.get_num_threads()}
     out.with_suffix(".json").write_text(json.dumps(meta, indent=1))
-    rows: list[dict] = []
-    train_seconds, next_eval, last = 0.0, args.eval_minutes * 60, {}
-    budget = args.minutes * 60
-    recent: list[dict] = []
-    while True:
-        done = train_seconds >= budget
-        if train_seconds >= next_eval or done:
-            episodes = args.final_episodes if done else args.eval_episodes
-            row = {"train_minutes": train_seconds / 60, "updates": trainer.updates, "states": trainer.states_trained}
-            row.update({k: float(np.mean([r[k] for r in recent])) for k in recent[0]} if recent else {})
-            eval_start = time.perf_counter()
-            row.update(_evaluate(trainer, split, split_pairs, episodes, config.env_kwargs, seed=10_000 + trainer.updates))
-            row["eval_seconds"] = time.perf_counter() - eval_start
-            row["episodes_per_pair"] = episodes
-            rows.append(row)
-            recent = []
-            print(
-                f"[{row['train_minutes']:6.1f} min] updates {trainer.updates:7d} states/s "
-                f"{trainer.states_trained / max(train_seconds, 1e-9):7.0f} acc {row.get('accuracy', float('nan')):.3f} "
-                f"seen {100 * row['seen_avg_success_rate']:5.1f}% unseen {100 * row['unseen_avg_success_rate']:5.1f}% "
-                f"first-pick {100 * row['seen_first_pick_accuracy']:5.1f}% (eval {row['eval_seconds']:.0f} s, {episodes}/pair)",
-                flush=True,
-            )
-            with open(out.with_suffix(".csv"), "w", newline="") as f:
-                writer = csv.DictWriter(f, fieldnames=list(rows[-1]))
-                writer.writeheader()
-                writer.writerows(rows)
-            plot(rows, out.with_suffix(".png"), out.name)
-            next_eval += args.eval_minutes * 60
-            if done:
-                torch.save(trainer.net.state_dict(), out.with_suffix(".pt"))  # for re-evaluation
-                break
-        start = time.perf_counter()
-        last = trainer.step()
-        train_seconds += time.perf_counter() - start
-        recent.append(last)
-        if len(recent) > 200:
-            recent.pop(0)
+    train_for_budget(trainer, _budget(args), split, split_pairs, out)
     return 0
 
 

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-
 from synpo_envs.gridworld.constants import NUM_TASKS
 from synpo_envs.gridworld.mazes import NUM_BUILTIN_MAZES
 

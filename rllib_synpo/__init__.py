@@ -2,7 +2,7 @@
 
 The plain torch parts (`rllib_synpo.networks`, `rllib_synpo.losses`) import no Ray; the RLlib
 parts load on first use (``from rllib_synpo import SynPoConfig``), which also registers the
-`SynPo` algorithm and the ``synpo_pairs`` env with Ray Tune.
+`SynPo` and `SynPoPPO` algorithms and the ``synpo_pairs`` env with Ray Tune.
 """
 
 import importlib
@@ -17,6 +17,9 @@ _LAZY = {
     "PAIRS_ENV_NAME": "rllib_synpo.pair_env",
     "SynPoTorchRLModule": "rllib_synpo.rl_module",
     "SynPoTorchLearner": "rllib_synpo.learner",
+    "SynPoPPO": "rllib_synpo.ppo",
+    "SynPoPPOConfig": "rllib_synpo.ppo",
+    "SynPoPPOTorchLearner": "rllib_synpo.ppo",
 }
 __all__ = sorted(_LAZY)
 

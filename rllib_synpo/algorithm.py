@@ -18,12 +18,20 @@ import numpy as np
 from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.core.columns import Columns
 from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
-from ray.rllib.utils.metrics import ENV_RUNNER_SAMPLING_TIMER, LEARNER_RESULTS, LEARNER_UPDATE_TIMER, TIMERS
+from ray.rllib.utils.metrics import (
+    ENV_RUNNER_SAMPLING_TIMER,
+    LEARNER_RESULTS,
+    LEARNER_UPDATE_TIMER,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    TIMERS,
+)
 
 from rllib_synpo.config import MODULE_ID, SynPoConfig, resolve_split
-from rllib_synpo.learner import EXECUTED_ACTION, EXPERT_ACTION, TASK_LABELS
+from rllib_synpo.learner import EXECUTED_ACTION, EXPERT_ACTION, NEXT_ROW, TASK_LABELS
+from rllib_synpo.losses import SF_TD_LOSS
 from rllib_synpo.replay import TrajectoryReplay
-from rllib_synpo.trajectories import collect_trajectories
+from rllib_synpo.thor.pair_env import THOR_PAIRS_ENV_NAME, thor_frame_layout
+from rllib_synpo.trajectories import FrameLayout, collect_trajectories
 
 REPLAY_FILE = "synpo_replay.pkl"
 META_FILE = "synpo_meta.json"  # split and gridworld settings, for evaluation without Ray
@@ -36,19 +44,28 @@ class SynPo(Algorithm):
 
     def setup(self, config) -> None:
         super().setup(config)
-        gridworld = self.config.env_config.get("gridworld", {})
-        self.frame_stack = int(gridworld.get("frame_stack", 4))
-        self.frame_channels = 3 + int(bool(gridworld.get("agent_channel", False)))
+        self.layout = self._frame_layout()
+        self.frame_stack = self.layout.frame_stack
+        self.frame_channels = self.layout.channels
         self.replay = TrajectoryReplay(self.config.replay_capacity, self.frame_stack, seed=self.config.seed)
 
+    def _frame_layout(self) -> FrameLayout:
+        """What the replay keeps per step: the gridworld's newest RGB(+agent) frame, or THOR's
+        newest feature row and held object."""
+        if self.config.env == THOR_PAIRS_ENV_NAME:
+            return thor_frame_layout(self.config.env_config)
+        gridworld = self.config.env_config.get("gridworld", {})
+        channels = 3 + int(bool(gridworld.get("agent_channel", False)))
+        return FrameLayout(key="obs", channels=channels, frame_stack=int(gridworld.get("frame_stack", 4)))
+
     def _collect(self) -> list:
-        episodes, channels = self.config.episodes_per_env_runner, self.frame_channels
+        episodes, layout = self.config.episodes_per_env_runner, self.layout
         if self.env_runner_group.num_remote_env_runners() > 0:
             results = self.env_runner_group.foreach_env_runner(
-                lambda runner: collect_trajectories(runner, episodes, channels), local_env_runner=False
+                lambda runner: collect_trajectories(runner, episodes, layout), local_env_runner=False
             )
         else:
-            results = [collect_trajectories(self.env_runner, episodes, channels)]
+            results = [collect_trajectories(self.env_runner, episodes, layout)]
         return [t for result in results for t in result]
 
     def training_step(self) -> None:
@@ -57,17 +74,27 @@ class SynPo(Algorithm):
         self.replay.add(trajectories)
         steps = sum(len(t) for t in trajectories)
         self.metrics.log_value("num_trajectories_collected", len(trajectories), reduce="sum")
-        self.metrics.log_value("num_env_steps_sampled_lifetime", steps, reduce="sum")
+        self.metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, steps, reduce="sum")
         self.metrics.log_value("replay_trajectories", len(self.replay), window=1)
         self.metrics.log_value("expert_success_rate", float(np.mean([t.reward[-1] > 1.0 for t in trajectories])) if trajectories else 0.0, window=1)
         if len(self.replay) < self.config.warmup_trajectories:
             return
         with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
             for _ in range(self.config.updates_per_iteration):
-                batch = self._train_batch(self.replay.sample(self.config.trajectories_per_update))
-                results = self.learner_group.update(batch=batch)
+                batch = self._train_batch(self._sample(), self.layout)
+                # Steps collected so far (restored with the replay) drive learning-rate schedules
+                # (``lr=[[0, a], [n, b]]``).
+                timesteps = {NUM_ENV_STEPS_SAMPLED_LIFETIME: self.replay.steps_added}
+                results = self.learner_group.update(batch=batch, timesteps=timesteps)
                 self.metrics.aggregate(results, key=LEARNER_RESULTS)
         self.env_runner_group.sync_weights(from_worker_or_learner_group=self.learner_group, inference_only=True)
+
+    def _sample(self) -> dict[str, np.ndarray]:
+        if self.config.states_per_update is not None:
+            # Networks trained on transitions (SF's TD term) also need each state's successor.
+            successors = SF_TD_LOSS in self.get_module(MODULE_ID).net.LOSS_TERMS
+            return self.replay.sample_states(self.config.states_per_update, successors=successors)
+        return self.replay.sample(self.config.trajectories_per_update)
 
     def evaluate(self, parallel_train_future=None) -> dict:
         """Greedy AvgSR, return and first-pick accuracy on seen and unseen pairs (batched,
@@ -83,15 +110,19 @@ class SynPo(Algorithm):
         return flat_summary(results, split)
 
     @staticmethod
-    def _train_batch(sample: dict[str, np.ndarray]) -> MultiAgentBatch:
+    def _train_batch(sample: dict[str, np.ndarray], layout: FrameLayout | None = None) -> MultiAgentBatch:
+        layout = layout or FrameLayout()  # the gridworld's
+        obs = {layout.key: sample["obs"], **{key: sample[key] for key in layout.per_step}}
         columns = {
-            Columns.OBS: {"obs": sample["obs"], "env_id": sample["env_id"], "task_id": sample["task_id"]},
+            Columns.OBS: {**obs, "env_id": sample["env_id"], "task_id": sample["task_id"]},
             EXPERT_ACTION: sample["expert_action"],
             EXECUTED_ACTION: sample["action"],
             Columns.REWARDS: sample["reward"],
         }
         if "task_labels" in sample:
             columns[TASK_LABELS] = sample["task_labels"]
+        if "next_row" in sample:
+            columns[NEXT_ROW] = sample["next_row"]
         return MultiAgentBatch({MODULE_ID: SampleBatch(columns)}, env_steps=len(sample["reward"]))
 
     # --- the replay is part of the checkpoint, so a resumed run loses nothing -------------
@@ -103,6 +134,8 @@ class SynPo(Algorithm):
             "split": resolve_split(self.config.split).to_dict(),
             "gridworld": self.config.env_config.get("gridworld", {}),
         }
+        if self.config.env == THOR_PAIRS_ENV_NAME:
+            meta["env"], meta["thor"] = THOR_PAIRS_ENV_NAME, _json_safe(self.config.env_config.get("thor", {}))
         _atomic_write(Path(path) / META_FILE, json.dumps(meta, indent=1))
         return path
 
@@ -112,6 +145,11 @@ class SynPo(Algorithm):
         if replay_file.exists() and hasattr(self, "replay"):
             with open(replay_file, "rb") as f:
                 self.replay.set_state(pickle.load(f))
+
+
+def _json_safe(options: dict) -> dict:
+    """THOR options as JSON (a featurizer object is recorded by its class name)."""
+    return {key: value if isinstance(value, (str, int, float, bool, list, dict, type(None))) else type(value).__name__ for key, value in options.items()}
 
 
 def _atomic_write(path: Path, data: bytes | str) -> None:
@@ -127,13 +165,18 @@ def _atomic_pickle(path: Path, obj) -> None:
 
 
 def register() -> None:
-    """Makes ``run: SynPo`` and ``env: synpo_pairs`` known to Ray Tune (idempotent)."""
+    """Makes ``run: SynPo``, ``run: SynPoPPO``, ``env: synpo_pairs`` and ``env:
+    synpo_thor_pairs`` known to Ray Tune (idempotent)."""
     from ray.tune.registry import register_env, register_trainable
 
     from rllib_synpo.pair_env import PAIRS_ENV_NAME, SynPoPairsEnv
+    from rllib_synpo.ppo import SynPoPPO
+    from rllib_synpo.thor.pair_env import ThorPairsEnv
 
     register_env(PAIRS_ENV_NAME, SynPoPairsEnv)
+    register_env(THOR_PAIRS_ENV_NAME, ThorPairsEnv)
     register_trainable("SynPo", SynPo)
+    register_trainable("SynPoPPO", SynPoPPO)
 
 
 register()

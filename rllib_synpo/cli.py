@@ -3,6 +3,7 @@ Tune, and SynPo evaluation.
 
     rllib train file tuned_examples/synpo_gridworld.yaml [--stop '{"training_iteration": 5}']
     rllib evaluate CHECKPOINT [--episodes-per-pair 100] [--pairs seen|unseen|all] [--out DIR]
+    rllib synpo adapt CHECKPOINT --setting 2|3 [--new-maze FILE ...] [--iterations 10000] [--out DIR]
 
 Problems with the input (missing file, malformed YAML, unknown keys or algorithm) end with a
 one-line ``error: ...`` and exit status 2.
@@ -85,12 +86,15 @@ def _is_tune_search(value: Any) -> bool:
 
 
 def algorithm_class(name: str, where: str = "run"):
-    import rllib_synpo.algorithm  # noqa: F401  (registers SynPo with Tune)
     from ray.rllib.algorithms.registry import ALGORITHMS
     from ray.tune.registry import TRAINABLE_CLASS, _global_registry, get_trainable_cls
 
+    from rllib_synpo.algorithm import register
+
+    register()  # again after any ray.shutdown(), which empties Tune's registry
+
     if not isinstance(name, str) or not (name in ALGORITHMS or _global_registry.contains(TRAINABLE_CLASS, name)):
-        raise UsageError(f"{where}: unknown algorithm {name!r}; expected SynPo or one of RLlib's {sorted(ALGORITHMS)}")
+        raise UsageError(f"{where}: unknown algorithm {name!r}; expected SynPo, SynPoPPO or one of RLlib's {sorted(ALGORITHMS)}")
     return get_trainable_cls(name)
 
 
@@ -104,6 +108,11 @@ def _needed_cpus(experiments: dict) -> int:
     return needed
 
 
+def _storage_path(path: str) -> str:
+    """A local folder made absolute (Tune needs one), or a URI (``s3://``, ``gs://``...) as is."""
+    return path if "://" in path else str(Path(path).expanduser().resolve())
+
+
 def _init_ray(address: str | None, experiments: dict) -> None:
     import ray
 
@@ -114,7 +123,9 @@ def _init_ray(address: str | None, experiments: dict) -> None:
     # A trial asks for 1 CPU + 1 per env runner; on a small machine more logical CPUs than cores
     # keep it from waiting forever (the runners then share the cores).
     num_cpus = max(os.cpu_count() or 1, _needed_cpus(experiments))
-    ray.init(num_cpus=num_cpus, include_dashboard=False)
+    # "local": a new Ray of our own even when another one runs on this machine (joining a
+    # cluster is what --address / RAY_ADDRESS are for).
+    ray.init(address="local", num_cpus=num_cpus, include_dashboard=False)
 
 
 def train_file(args: argparse.Namespace) -> int:
@@ -125,7 +136,7 @@ def train_file(args: argparse.Namespace) -> int:
     for spec in experiments.values():
         if stop_override is not None:
             spec["stop"] = stop_override
-        spec["storage_path"] = str(Path(args.storage_path or spec.get("storage_path") or DEFAULT_STORAGE).expanduser().resolve())
+        spec["storage_path"] = _storage_path(args.storage_path or spec.get("storage_path") or DEFAULT_STORAGE)
         spec.setdefault("checkpoint_config", {"checkpoint_frequency": 1, "checkpoint_at_end": True})
         config = _translate(spec.pop("config", None) or {})
         if "env" in spec:
@@ -150,6 +161,27 @@ def evaluate_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def adapt_command(args: argparse.Namespace) -> int:
+    from synpo_envs.gridworld.mazes import MazeFormatError
+
+    from rllib_synpo.adapt import AdaptConfig, AdaptError, adapt_checkpoint
+
+    config = AdaptConfig(
+        setting=args.setting, iterations=args.iterations, batch_size=args.batch_size, lr=args.lr,
+        episodes_per_pair=args.episodes_per_pair, seed=args.seed, new_mazes=list(args.new_maze),
+    )
+    try:
+        summary = adapt_checkpoint(args.checkpoint, config, out=args.out)
+    except (AdaptError, MazeFormatError) as err:
+        raise UsageError(str(err)) from None
+    print(f"new environments {summary['new_envs']}, new tasks {summary['new_tasks']}, "
+          f"{summary['demonstrated_pairs']} demonstrated pairs, {args.iterations} iterations")
+    for column, value in summary["table_avg_success_rate_percent"].items():
+        print(f"{column:22s} AvgSR {'-' if value is None else f'{value:5.1f}%'}")
+    print(f"wrote {args.out}/transfer_table.csv, summary.json, heatmap.png ({summary['seconds']:.0f} s)")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rllib", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     verbs = parser.add_subparsers(dest="verb", required=True)
@@ -170,13 +202,26 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--seed", type=int, default=0)
     evaluate.add_argument("--sample", action="store_true", help="sample actions from the policy instead of the greedy action")
     evaluate.set_defaults(func=evaluate_command)
+    synpo = verbs.add_parser("synpo", help="SynPo-specific commands").add_subparsers(dest="synpo_verb", required=True)
+    adapt = synpo.add_parser("adapt", help="learn embeddings of new environments/tasks from one demonstration per pair (settings 2, 3)")
+    adapt.add_argument("checkpoint", help="a SynPo checkpoint, or an experiment folder (its newest checkpoint is used)")
+    adapt.add_argument("--setting", type=int, required=True, help="2: cross quadrants (new env, old task) and (old env, new task); 3: new env x new task")
+    adapt.add_argument("--new-maze", action="append", default=[], metavar="FILE", help="a maze file added as a new environment (repeatable)")
+    adapt.add_argument("--iterations", type=int, default=10_000, help="embedding updates (paper: 10,000)")
+    adapt.add_argument("--batch-size", type=int, default=256, help="demonstration states per update")
+    adapt.add_argument("--lr", type=float, default=1e-3)
+    adapt.add_argument("--episodes-per-pair", type=int, default=100, help="greedy evaluation episodes per pair")
+    adapt.add_argument("--seed", type=int, default=0)
+    adapt.add_argument("--out", default="adaptation")
+    adapt.set_defaults(func=adapt_command)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    from rllib_synpo.evaluate import CheckpointError
     from synpo_envs.splits import SplitError
+
+    from rllib_synpo.evaluate import CheckpointError
 
     try:
         return args.func(args)

@@ -7,10 +7,22 @@ from typing import Any
 
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
-
-from rllib_synpo.pair_env import ENV_CONFIG_KEYS, PAIRS_ENV_NAME
-from rllib_synpo.rl_module import DEFAULT_MODEL_CONFIG, SynPoTorchRLModule, check_model_config
 from synpo_envs.splits import Split, random_split
+from synpo_envs.thor.constants import NUM_TASKS as NUM_THOR_TASKS
+
+from rllib_synpo.networks import ENCODERS
+from rllib_synpo.pair_env import ENV_CONFIG_KEYS, PAIRS_ENV_NAME
+from rllib_synpo.rl_module import (
+    DEFAULT_MODEL_CONFIG,
+    THOR_STATE_KEYS,
+    SynPoTorchRLModule,
+    check_model_config,
+)
+from rllib_synpo.thor.pair_env import (
+    THOR_ENV_CONFIG_KEYS,
+    THOR_PAIRS_ENV_NAME,
+    num_kitchens,
+)
 
 MODULE_ID = "synpo"  # every pair slot maps to this one shared module
 
@@ -21,7 +33,7 @@ def policy_mapping_fn(agent_id, episode, **kwargs) -> str:
 
 def resolve_split(split: Split | dict | str | os.PathLike | None) -> Split:
     """``None`` (the paper's 144/256 split, seed 0), a `Split`, a split JSON file, a split dict,
-    or ``{"random": {...random_split kwargs}}``."""
+    ``{"random": {...random_split kwargs}}`` or, for THOR, ``{"thor": {...thor_split kwargs}}``."""
     if split is None:
         return random_split()
     if isinstance(split, Split):
@@ -30,6 +42,10 @@ def resolve_split(split: Split | dict | str | os.PathLike | None) -> Split:
         return Split.load(split)
     if isinstance(split, dict) and set(split) == {"random"}:
         return random_split(**split["random"])
+    if isinstance(split, dict) and set(split) == {"thor"}:
+        from rllib_synpo.thor.split import thor_split
+
+        return thor_split(**split["thor"])
     if isinstance(split, dict):
         return Split.from_dict(split, source="split")
     raise ValueError(f"split must be a Split, a JSON path or a dict, got {type(split).__name__}")
@@ -55,6 +71,7 @@ class SynPoConfig(AlgorithmConfig):
         self.l3 = 0.001
         self.replay_capacity = 20_000
         self.trajectories_per_update = 64
+        self.states_per_update: int | None = None
         self.updates_per_iteration = 1
         self.episodes_per_env_runner = 1
         self.warmup_trajectories = 64
@@ -78,6 +95,7 @@ class SynPoConfig(AlgorithmConfig):
         l3: float | None = NotProvided,
         replay_capacity: int | None = NotProvided,
         trajectories_per_update: int | None = NotProvided,
+        states_per_update: int | None = NotProvided,
         updates_per_iteration: int | None = NotProvided,
         episodes_per_env_runner: int | None = NotProvided,
         warmup_trajectories: int | None = NotProvided,
@@ -97,6 +115,11 @@ class SynPoConfig(AlgorithmConfig):
             l3: Weight of the task disentanglement loss (paper: 0.001; the released code 0.1).
             replay_capacity: Trajectories kept in the replay (paper: 20,000).
             trajectories_per_update: Trajectories sampled for one learner update (paper: 64).
+            states_per_update: If set, each learner update draws this many single states
+                uniformly over every stored step instead of ``trajectories_per_update`` whole
+                trajectories: independent states learn faster per state than ~35 correlated
+                steps of one episode (results/learning_efficiency.md). None: the paper's
+                trajectory batches.
             updates_per_iteration: Learner updates per `train()` iteration.
             episodes_per_env_runner: Multi-agent episodes (one trajectory per pair slot each)
                 every env runner collects per iteration.
@@ -110,7 +133,8 @@ class SynPoConfig(AlgorithmConfig):
                 results/learning_efficiency.md).
             greedy_episodes_per_pair: Greedy episodes per pair (all 400) in each periodic
                 evaluation (``evaluation_interval``); results land under ``evaluation/``.
-            encoder: State encoder of the module, "compact" (CPU default) or "paper_resnet".
+            encoder: State encoder of the module, "compact" (CPU default), "dense" or
+                "paper_resnet" for the gridworld; "thor" (the paper's THOR network) for THOR.
             embedding_dim: Size of the environment and task embeddings (paper: 128).
             split: Which pairs are seen in training: None (the 144/256 split, seed 0), a
                 `Split`, a split JSON path, a split dict or ``{"random": {...}}``.
@@ -118,7 +142,8 @@ class SynPoConfig(AlgorithmConfig):
         super().training(**kwargs)
         for name, value in {
             "l1": l1, "l2": l2, "l3": l3, "replay_capacity": replay_capacity,
-            "trajectories_per_update": trajectories_per_update, "updates_per_iteration": updates_per_iteration,
+            "trajectories_per_update": trajectories_per_update, "states_per_update": states_per_update,
+            "updates_per_iteration": updates_per_iteration,
             "episodes_per_env_runner": episodes_per_env_runner, "warmup_trajectories": warmup_trajectories,
             "expert_epsilon": expert_epsilon, "split": split, "relabel_seen_tasks": relabel_seen_tasks,
             "greedy_episodes_per_pair": greedy_episodes_per_pair,
@@ -138,6 +163,26 @@ class SynPoConfig(AlgorithmConfig):
 
         return SynPoTorchLearner
 
+    def _validate_thor(self, split: Split) -> None:
+        """The THOR pairs env: its config keys, a split of its kitchens x 21 tasks, and no
+        gridworld-only option."""
+        unknown = sorted(set(self.env_config) - THOR_ENV_CONFIG_KEYS)
+        if unknown:
+            self._value_error(f"unknown env_config key(s) {unknown} for {THOR_PAIRS_ENV_NAME}; expected some of {sorted(THOR_ENV_CONFIG_KEYS)}")
+        shape = (num_kitchens(self.env_config), NUM_THOR_TASKS)
+        if (split.num_envs, split.num_tasks) != shape:
+            self._value_error(
+                f"split {split.name!r} covers {split.num_envs} x {split.num_tasks} pairs, but {THOR_PAIRS_ENV_NAME} has "
+                f"{shape[0]} kitchens x {shape[1]} tasks; use split: {{thor: {{num_envs: {shape[0]}, ...}}}}"
+            )
+        encoder = check_model_config(self.model_config)["encoder"]
+        if tuple(getattr(ENCODERS[encoder], "INPUT_KEYS", ())) != THOR_STATE_KEYS:
+            self._value_error(f"model_config encoder {encoder!r} reads the gridworld's image; THOR needs encoder 'thor'")
+        if self.relabel_seen_tasks:
+            self._value_error("`relabel_seen_tasks` is gridworld-only; set it to False for THOR")
+        if self.evaluation_interval:
+            self._value_error("greedy evaluation (`evaluation_interval`) is gridworld-only; leave it unset for THOR")
+
     def validate(self) -> None:
         super().validate()
         for name in ("l1", "l2", "l3"):
@@ -148,6 +193,8 @@ class SynPoConfig(AlgorithmConfig):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 self._value_error(f"`{name}` must be an integer >= 1, got {value!r}")
+        if self.states_per_update is not None and (not isinstance(self.states_per_update, int) or self.states_per_update < 1):
+            self._value_error(f"`states_per_update` must be None or an integer >= 1, got {self.states_per_update!r}")
         if not isinstance(self.warmup_trajectories, int) or self.warmup_trajectories < 0:
             self._value_error(f"`warmup_trajectories` must be an integer >= 0, got {self.warmup_trajectories!r}")
         if not 0.0 <= self.expert_epsilon <= 1.0:
@@ -160,6 +207,8 @@ class SynPoConfig(AlgorithmConfig):
         unknown = sorted(set(self.env_config) - ENV_CONFIG_KEYS)
         if self.env == PAIRS_ENV_NAME and unknown:
             self._value_error(f"unknown env_config key(s) {unknown} for {PAIRS_ENV_NAME}; expected some of {sorted(ENV_CONFIG_KEYS)}")
+        if self.env == THOR_PAIRS_ENV_NAME:
+            self._validate_thor(split)
         # The env runners' pair env samples the split's seen pairs with the expert.
         self.env_config = {
             **self.env_config,

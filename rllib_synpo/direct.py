@@ -7,6 +7,10 @@ one state per episode to a FIFO state replay (uint8), labelled with the expert's
 The executed action is the expert's, replaced by a random one with probability ``epsilon``
 (the paper's perturbation) or, with probability ``dagger``, by the learner's own greedy action
 (DAgger-style aggregation of the learner's states).
+
+Networks that train SF's TD term (``sf_td_loss`` among their ``LOSS_TERMS``, weight > 0) get
+batches that also carry the sampled states' successors (`StateReplay`, ``next_row`` column);
+other networks' batches are the sampled states alone.
 """
 
 from __future__ import annotations
@@ -15,17 +19,26 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch
-
-from rllib_synpo.losses import disentangle_loss, policy_loss, relabelled_policy_loss, reward_loss, synpo_total, taken
-from rllib_synpo.networks import SynPoNetwork
 from synpo_envs.gridworld import BatchedGridWorld
 from synpo_envs.gridworld.constants import NUM_ACTIONS, NUM_COLOURS, PICK_UP
+
+from rllib_synpo.losses import (
+    EPISODE_END,
+    NO_TRANSITION,
+    SF_TD_LOSS,
+    SF_TD_WEIGHT,
+    SYNPO_LOSS_TERMS,
+    LossWeights,
+    imitation_losses,
+)
+from rllib_synpo.networks import make_network
 
 Pair = tuple[int, int]
 
 
 @dataclass
 class DirectConfig:
+    network: str = "synpo"  # or a baseline: rllib_synpo.networks.NETWORKS
     encoder: str = "compact"
     encoder_kwargs: dict = field(default_factory=dict)
     feature_dim: int = 128
@@ -36,6 +49,7 @@ class DirectConfig:
     l1: float = 0.01  # reward loss
     l2: float = 0.1  # environment disentanglement
     l3: float = 0.001  # task disentanglement
+    sf_td_weight: float = SF_TD_WEIGHT  # SF network's TD term (needs batches with "next_row")
     pick_weight: float = 1.0  # class weight of pick-up in the policy loss
     epsilon: float = 0.1  # random executed action
     dagger: float = 0.0  # learner's executed action
@@ -49,11 +63,26 @@ class DirectConfig:
     relabel_seen_tasks: bool = False
 
 
-class StateReplay:
-    """FIFO of single states (uint8 stacked observation, ids, labels), sampled uniformly."""
+NO_SUCCESSOR = EPISODE_END  # next_index of a row whose episode ended at that step (and batch next_row)
+PENDING_SUCCESSOR = -2  # next_index of a row whose successor has not been collected yet
+_COLUMNS = ("obs", "env_id", "task_id", "expert_action", "action", "reward", "agent", "treasures")
 
-    def __init__(self, capacity: int, obs_shape: tuple[int, ...]) -> None:
+
+class StateReplay:
+    """FIFO of single states (uint8 stacked observation, ids, labels), sampled uniformly.
+
+    With ``track_successors`` (SF's TD term), every `add` must hold one row per collector slot,
+    in slot order, and consecutive adds must be consecutive steps of those slots, with
+    ``ended[i]`` true where slot i's episode ended at that step. Each row's ``next_index`` then
+    holds the row of its successor state (set when the successor is added), `NO_SUCCESSOR`
+    where the episode ended (terminated, or truncated: treated as an end, as the trajectory
+    replay does) and `PENDING_SUCCESSOR` until the successor arrives. FIFO order keeps these
+    links valid: a row is always overwritten before its successor.
+    """
+
+    def __init__(self, capacity: int, obs_shape: tuple[int, ...], *, track_successors: bool = False) -> None:
         self.capacity = capacity
+        self.track_successors = track_successors
         self.obs = np.zeros((capacity, *obs_shape), np.uint8)
         self.env_id = np.zeros(capacity, np.int64)
         self.task_id = np.zeros(capacity, np.int64)
@@ -62,42 +91,93 @@ class StateReplay:
         self.reward = np.zeros(capacity, np.float32)
         self.agent = np.zeros(capacity, np.int64)
         self.treasures = np.zeros((capacity, NUM_COLOURS), np.int64)
+        self.next_index = np.full(capacity, PENDING_SUCCESSOR, np.int64)
         self.size = 0
         self._next = 0
+        self._last_rows: np.ndarray | None = None  # rows of the latest add (successor tracking)
 
-    def add(self, **columns: np.ndarray) -> None:
+    def add(self, ended: np.ndarray | None = None, **columns: np.ndarray) -> None:
+        """Append one row per entry of ``columns`` (overwriting the oldest rows when full);
+        ``ended`` (per row) is required with successor tracking."""
         count = len(columns["obs"])
+        if count > self.capacity:
+            raise ValueError(f"cannot add {count} states to a replay of capacity {self.capacity}")
         rows = (self._next + np.arange(count)) % self.capacity
+        if self.track_successors:
+            self._link_successors(rows, ended)
         for name, values in columns.items():
             getattr(self, name)[rows] = values
+        if self.track_successors:  # after the links: a predecessor overwritten here is reset
+            self.next_index[rows] = np.where(ended, NO_SUCCESSOR, PENDING_SUCCESSOR)
+            self._last_rows = rows
         self._next = int((self._next + count) % self.capacity)
         self.size = min(self.size + count, self.capacity)
 
+    def _link_successors(self, rows: np.ndarray, ended: np.ndarray | None) -> None:
+        if ended is None or len(ended) != len(rows):
+            raise ValueError("a replay that tracks successors needs `ended` for every added state")
+        previous = self._last_rows
+        if previous is None:
+            return
+        if len(previous) != len(rows):
+            raise ValueError(f"successor tracking needs one row per collector slot: got {len(rows)} after {len(previous)}")
+        waiting = self.next_index[previous] == PENDING_SUCCESSOR
+        self.next_index[previous[waiting]] = rows[waiting]
+
     def sample(self, rng: np.random.Generator, count: int) -> dict[str, np.ndarray]:
-        rows = rng.integers(self.size, size=count)
-        names = ("obs", "env_id", "task_id", "expert_action", "action", "reward", "agent", "treasures")
-        return {name: getattr(self, name)[rows] for name in names}
+        """``count`` uniformly drawn rows. With successor tracking, the rows are drawn among
+        those whose successor is known, and the batch is followed by the drawn rows' successor
+        states, with a ``next_row`` column: the batch row of each row's successor, `NO_SUCCESSOR`
+        where the episode ended, `NO_TRANSITION` on the appended successor rows themselves
+        (they train every term but SF's TD term, whose target they have no successor for)."""
+        if not self.track_successors:
+            return self._columns(rng.integers(self.size, size=count))
+        known = self.size - (0 if self._last_rows is None else len(self._last_rows))
+        if known < 1:
+            raise ValueError("no stored state has a known successor yet; collect another step first")
+        oldest = (self._next - self.size) % self.capacity
+        rows = (oldest + rng.integers(known, size=count)) % self.capacity
+        successors = self.next_index[rows]
+        has_next = successors >= 0
+        batch = self._columns(np.concatenate([rows, successors[has_next]]))
+        next_row = np.full(len(batch["obs"]), NO_TRANSITION, np.int64)
+        next_row[:count] = NO_SUCCESSOR
+        next_row[np.flatnonzero(has_next)] = count + np.arange(int(has_next.sum()))
+        batch["next_row"] = next_row
+        return batch
+
+    def _columns(self, rows: np.ndarray) -> dict[str, np.ndarray]:
+        return {name: getattr(self, name)[rows] for name in _COLUMNS}
 
 
-def synpo_losses(net: SynPoNetwork, batch: dict[str, torch.Tensor], config: DirectConfig) -> dict[str, torch.Tensor]:
-    """The four named terms and their weighted sum, on one batch."""
+def synpo_losses(net: torch.nn.Module, batch: dict[str, torch.Tensor], config: DirectConfig) -> dict[str, torch.Tensor]:
+    """The network's named terms (SynPo's four for SynPo), their weighted sum and the accuracy,
+    on one batch."""
     out = net(batch["obs"], batch["env_id"], batch["task_id"])
-    weights = None
+    action_weights = None
     if config.pick_weight != 1.0:
-        weights = torch.ones(NUM_ACTIONS)
-        weights[PICK_UP] = config.pick_weight
-    if "task_labels" in batch:
-        task_logits = net.task_logits(out.sa_features, batch["env_id"])
-        terms = {"policy_loss": relabelled_policy_loss(task_logits, batch["task_labels"], weights)}
-    else:
-        terms = {"policy_loss": policy_loss(out.logits, batch["expert_action"], weights)}
-    terms["reward_loss"] = reward_loss(out.reward, batch["action"], batch["reward"])
-    env_scores, task_scores = net.disentangle_scores(taken(out.sa_features, batch["expert_action"]))
-    terms["env_disentangle_loss"] = disentangle_loss(env_scores, batch["env_id"])
-    terms["task_disentangle_loss"] = disentangle_loss(task_scores, batch["task_id"])
-    terms["total_loss"] = synpo_total(terms, config.l1, config.l2, config.l3)
+        action_weights = torch.ones(NUM_ACTIONS)
+        action_weights[PICK_UP] = config.pick_weight
+    terms = imitation_losses(
+        net,
+        out,
+        expert_actions=batch["expert_action"],
+        executed_actions=batch["action"],
+        rewards=batch["reward"],
+        env_id=batch["env_id"],
+        task_id=batch["task_id"],
+        weights=LossWeights(config.l1, config.l2, config.l3, config.sf_td_weight),
+        task_labels=batch.get("task_labels"),
+        next_rows=batch.get("next_row"),
+        action_weights=action_weights,
+    )
     terms["accuracy"] = (out.logits.argmax(-1) == batch["expert_action"]).float().mean()
     return terms
+
+
+def needs_successors(net: torch.nn.Module, config: DirectConfig) -> bool:
+    """Whether ``net`` trains SF's TD term (so its batches must carry successor states)."""
+    return SF_TD_LOSS in getattr(net, "LOSS_TERMS", SYNPO_LOSS_TERMS) and config.sf_td_weight > 0
 
 
 class DirectImitation:
@@ -110,7 +190,8 @@ class DirectImitation:
         self.env = BatchedGridWorld(config.num_collectors, pairs=seen_pairs, copy=False, **config.env_kwargs)
         self.obs, self.info = self.env.reset(seed=seed)
         spec = self.env.grid_spec
-        self.net = SynPoNetwork(
+        self.net = make_network(
+            config.network,
             obs_shape=spec.obs_shape,
             num_actions=NUM_ACTIONS,
             num_envs=spec.num_envs,
@@ -121,7 +202,13 @@ class DirectImitation:
             embedding_dim=config.embedding_dim,
         )
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-        self.replay = StateReplay(config.replay_capacity, spec.obs_shape)
+        track = needs_successors(self.net, config)
+        if track and config.replay_capacity <= config.num_collectors:
+            raise ValueError(
+                f"replay_capacity ({config.replay_capacity}) must exceed num_collectors "
+                f"({config.num_collectors}) for SF's TD term (states need their successors stored)"
+            )
+        self.replay = StateReplay(config.replay_capacity, spec.obs_shape, track_successors=track)
         self.updates = 0
         self.states_trained = 0
         self.seen_mask = np.zeros((spec.num_envs, spec.num_tasks), bool)
@@ -144,8 +231,9 @@ class DirectImitation:
             actions[noisy] = self.rng.integers(NUM_ACTIONS, size=int(noisy.sum()))
         state = {k: v.copy() for k, v in self.obs.items()}
         agent, treasures = self.env.state.agent.copy(), self.env.state.treasures.copy()
-        self.obs, reward, _, _, self.info = self.env.step(actions)
+        self.obs, reward, terminated, truncated, self.info = self.env.step(actions)
         self.replay.add(
+            ended=terminated | truncated,
             obs=state["obs"], env_id=state["env_id"], task_id=state["task_id"],
             expert_action=expert, action=actions, reward=reward.astype(np.float32),
             agent=agent, treasures=treasures,
@@ -166,8 +254,13 @@ class DirectImitation:
         terms["total_loss"].backward()
         self.optimizer.step()
         self.updates += 1
-        self.states_trained += self.config.batch_size
+        self.states_trained += len(sample["obs"])  # with successors: the appended rows too
         return {name: float(value.detach()) for name, value in terms.items()}
+
+    def set_lr(self, lr: float) -> None:
+        """Learning rate of the next updates (schedules are driven by the caller)."""
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
 
     def describe(self) -> dict:
         return asdict(self.config)

@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+from synpo_envs.splits import Split
 
 from rllib_synpo.evaluation import PairResults, evaluate, torch_policy
-from synpo_envs.splits import Split
 
 PAIR_SETS = ("seen", "unseen", "all")
 MODULE_DIR = Path("learner_group") / "learner" / "rl_module"
@@ -38,17 +38,26 @@ def find_checkpoint(path: str | Path) -> Path:
     return found[-1]
 
 
-def load_checkpoint(checkpoint: str | Path):
-    """(network, split, gridworld kwargs) from an algorithm checkpoint folder."""
+def read_gridworld_checkpoint(checkpoint: str | Path):
+    """(checkpoint folder, RLModule, split, gridworld kwargs) of a gridworld SynPo checkpoint
+    (or the newest one under a folder); a THOR checkpoint is refused by name."""
     from ray.rllib.core.rl_module.rl_module import RLModule
 
     from rllib_synpo.algorithm import META_FILE
 
-    checkpoint = find_checkpoint(checkpoint)
-    meta_path = checkpoint / META_FILE
+    path = find_checkpoint(checkpoint)
+    meta_path = path / META_FILE
     meta = json.loads(meta_path.read_text())
-    module = RLModule.from_checkpoint(checkpoint / MODULE_DIR / meta["module_id"])
-    return module.net, Split.from_dict(meta["split"], source=str(meta_path)), meta.get("gridworld", {})
+    if meta.get("env", "synpo_pairs") != "synpo_pairs":
+        raise CheckpointError(f"{path} was trained on {meta['env']!r}; this command evaluates gridworld (synpo_pairs) checkpoints")
+    module = RLModule.from_checkpoint(path / MODULE_DIR / meta["module_id"])
+    return path, module, Split.from_dict(meta["split"], source=str(meta_path)), dict(meta.get("gridworld", {}))
+
+
+def load_checkpoint(checkpoint: str | Path):
+    """(network, split, gridworld kwargs) from an algorithm checkpoint folder."""
+    _, module, split, gridworld = read_gridworld_checkpoint(checkpoint)
+    return module.net, split, gridworld
 
 
 def select_pairs(split: Split, which: str) -> list[tuple[int, int]]:

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-
 from synpo_envs.gridworld import BatchedGridWorld
 
 Pair = tuple[int, int]

@@ -1,4 +1,4 @@
-"""`SynPoTorchLearner`: computes SynPo's loss and nothing else."""
+"""`SynPoTorchLearner`: computes SynPo's loss (or a baseline network's) and nothing else."""
 
 from __future__ import annotations
 
@@ -8,39 +8,48 @@ import torch
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.learner.torch.torch_learner import TorchLearner
 
-from rllib_synpo.losses import disentangle_loss, policy_loss, relabelled_policy_loss, reward_loss, synpo_total, taken
-from rllib_synpo.rl_module import REWARD_PREDICTIONS, SA_FEATURES
+from rllib_synpo.losses import SF_TD_WEIGHT, TOTAL_LOSS, LossWeights, imitation_losses
+from rllib_synpo.rl_module import outputs_from_fwd_out
 
 # Batch columns besides the observation.
 EXPERT_ACTION = "expert_action"
 EXECUTED_ACTION = "executed_action"
 TASK_LABELS = "task_labels"  # (N, T) expert actions for every seen task, -1 none (relabelling)
+NEXT_ROW = "next_row"  # (N,) row of the next step in the batch, -1 at an episode's end (SF's TD)
+# learner_config_dict key of the SF TD term's weight (`config.learners(learner_config_dict=...)`).
+SF_TD_WEIGHT_KEY = "sf_td_weight"
 
 
-def synpo_loss_terms(module, batch: dict[str, Any], fwd_out: dict[str, Any]) -> dict[str, torch.Tensor]:
-    """The four named terms on one batch (shared by the imitation and the PPO learners)."""
-    expert = batch[EXPERT_ACTION].long()
+def synpo_loss_terms(module, batch: dict[str, Any], fwd_out: dict[str, Any], weights: LossWeights | None = None) -> dict[str, torch.Tensor]:
+    """The named terms of the module's network on one batch, and their weighted ``total_loss``
+    (shared by the imitation and the PPO learners)."""
     obs = batch[Columns.OBS]
-    env_scores, task_scores = module.disentangle_scores(taken(fwd_out[SA_FEATURES], expert))
-    if TASK_LABELS in batch:
-        task_logits = module.net.task_logits(fwd_out[SA_FEATURES], obs["env_id"].long())
-        imitation = relabelled_policy_loss(task_logits, batch[TASK_LABELS])
-    else:
-        imitation = policy_loss(fwd_out[Columns.ACTION_DIST_INPUTS], expert)
-    return {
-        "policy_loss": imitation,
-        "reward_loss": reward_loss(fwd_out[REWARD_PREDICTIONS], batch[EXECUTED_ACTION].long(), batch[Columns.REWARDS]),
-        "env_disentangle_loss": disentangle_loss(env_scores, obs["env_id"].long()),
-        "task_disentangle_loss": disentangle_loss(task_scores, obs["task_id"].long()),
-    }
+    return imitation_losses(
+        module.net,
+        outputs_from_fwd_out(fwd_out),
+        expert_actions=batch[EXPERT_ACTION].long(),
+        executed_actions=batch[EXECUTED_ACTION].long(),
+        rewards=batch[Columns.REWARDS],
+        env_id=obs["env_id"].long(),
+        task_id=obs["task_id"].long(),
+        weights=weights or LossWeights(),
+        task_labels=batch.get(TASK_LABELS),
+        next_rows=batch.get(NEXT_ROW),
+    )
+
+
+def loss_weights(config) -> LossWeights:
+    """l1, l2, l3 from the algorithm config; SF's TD weight from its ``learner_config_dict``."""
+    return LossWeights(config.l1, config.l2, config.l3, config.learner_config_dict.get(SF_TD_WEIGHT_KEY, SF_TD_WEIGHT))
 
 
 class SynPoTorchLearner(TorchLearner):
-    """``CE(pi, a_expert) + l1 * MSE(r_hat, r) + l2 * CE_env + l3 * CE_task``, each term logged."""
+    """``CE(pi, a_expert) + l1 * MSE(r_hat, r) + l2 * CE_env + l3 * CE_task`` (for baseline
+    networks: their own terms, `rllib_synpo.losses.imitation_losses`), each term logged."""
 
     def compute_loss_for_module(self, *, module_id, config, batch, fwd_out) -> torch.Tensor:
-        terms = synpo_loss_terms(self.module[module_id].unwrapped(), batch, fwd_out)
-        total = synpo_total(terms, config.l1, config.l2, config.l3)
+        terms = synpo_loss_terms(self.module[module_id].unwrapped(), batch, fwd_out, loss_weights(config))
+        total = terms.pop(TOTAL_LOSS)
         with torch.no_grad():
             accuracy = (fwd_out[Columns.ACTION_DIST_INPUTS].argmax(-1) == batch[EXPERT_ACTION].long()).float().mean()
         for name, value in {**terms, "action_accuracy": accuracy}.items():

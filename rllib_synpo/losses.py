@@ -1,12 +1,37 @@
-"""SynPo's four loss terms, each its own function (plain torch; the learner only adds them).
+"""The loss terms, each its own function (plain torch; the learners only add them), and
+`imitation_losses`, the one place that picks a network's terms and weighs them (shared by the
+RLlib learner and the Ray-free `direct` trainer).
 
-``L = CE(pi, a_expert) + l1 * MSE(r_hat(s, a_expert), r) + l2 * CE_env + l3 * CE_task``.
+SynPo (and MLP, MTL, ModuleNet, which keep SynPo's objective):
+``L = CE(pi, a_expert) + l1 * MSE(r_hat(s, a_executed), r) + l2 * CE_env + l3 * CE_task``.
+
+SF (successor features, Kulkarni et al. 2016, "Deep Successor Reinforcement Learning", trained
+by Q-imitation as in the SynPo paper): ``L = CE(softmax(Q), a_expert) + l1 * (phi.w - r)^2 +
+sf_td * ||phi(s, a) + gamma m(s', a') - m(s, a)||^2``, ``Q = m.w``.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import torch.nn.functional as F
+
+# Names of the terms (the keys the learners log).
+POLICY_LOSS = "policy_loss"
+REWARD_LOSS = "reward_loss"
+ENV_DISENTANGLE_LOSS = "env_disentangle_loss"
+TASK_DISENTANGLE_LOSS = "task_disentangle_loss"
+SF_TD_LOSS = "sf_td_loss"
+TOTAL_LOSS = "total_loss"
+SYNPO_LOSS_TERMS = frozenset({POLICY_LOSS, REWARD_LOSS, ENV_DISENTANGLE_LOSS, TASK_DISENTANGLE_LOSS})
+
+# ``next_row`` markers: the episode ended after this row (no bootstrap), or the row is only
+# there as another row's successor and takes no part in the TD term (its own successor is not
+# in the batch).
+EPISODE_END = -1
+NO_TRANSITION = -2
+SF_TD_WEIGHT = 1.0  # Kulkarni et al. weigh the SR Bellman loss like the reward loss: one
 
 
 def policy_loss(logits: torch.Tensor, expert_actions: torch.Tensor, action_weights: torch.Tensor | None = None) -> torch.Tensor:
@@ -37,11 +62,121 @@ def disentangle_loss(scores: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(scores, ids)
 
 
-def synpo_total(terms: dict[str, torch.Tensor], l1: float, l2: float, l3: float) -> torch.Tensor:
-    """The paper's weighted sum of the four named terms."""
-    return (
-        terms["policy_loss"]
-        + l1 * terms["reward_loss"]
-        + l2 * terms["env_disentangle_loss"]
-        + l3 * terms["task_disentangle_loss"]
-    )
+# --- successor features (Kulkarni et al. 2016) ---------------------------------------------
+
+
+def q_imitation_loss(q_values: torch.Tensor, expert_actions: torch.Tensor, action_weights: torch.Tensor | None = None) -> torch.Tensor:
+    """Q-imitation: cross-entropy of ``softmax(Q(s, .))`` against the expert's action."""
+    return policy_loss(q_values, expert_actions, action_weights)
+
+
+def sf_reward_loss(features: torch.Tensor, task_weights: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> torch.Tensor:
+    """Reward regression ``r ≈ phi(s, a) . w_task`` on the action taken; ``features`` (N, A, K),
+    ``task_weights`` (N, K)."""
+    predicted = (taken(features, actions) * task_weights).sum(-1)
+    return F.mse_loss(predicted, rewards.float())
+
+
+def sf_td_loss(
+    successor: torch.Tensor,
+    features: torch.Tensor,
+    actions: torch.Tensor,
+    next_rows: torch.Tensor,
+    policy_actions: torch.Tensor,
+    discount: float,
+) -> torch.Tensor:
+    """The successor features' Bellman consistency ``m(s, a) ≈ phi(s, a) + gamma m(s', a')``.
+
+    ``successor``, ``features``: (N, A, K); ``actions``: the action executed at each row (the
+    transition s -a-> s'); ``next_rows[n]``: the row of s' in the batch, `EPISODE_END` at an
+    episode's end (no bootstrap), `NO_TRANSITION` for rows left out; ``policy_actions[j]``: the action a' whose successor features bootstrap at
+    row j (the expert's: m is the expert policy's successor features). The target is not
+    differentiated (semi-gradient TD; Kulkarni et al. also keep the SR loss out of phi). The
+    squared error is averaged over rows and feature dimensions.
+    """
+    included = next_rows != NO_TRANSITION
+    has_next = next_rows >= 0
+    rows = next_rows.clamp(min=0)
+    bootstrap = taken(successor[rows], policy_actions[rows]) * has_next.unsqueeze(-1).to(successor.dtype)
+    target = taken(features, actions) + discount * bootstrap
+    return F.mse_loss(taken(successor, actions)[included], target.detach()[included])
+
+
+# --- weighting -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LossWeights:
+    """Weights of the terms besides the policy term (weight 1): the paper's l1, l2, l3 and
+    SF's TD term."""
+
+    l1: float = 0.01  # reward
+    l2: float = 0.1  # environment disentanglement
+    l3: float = 0.001  # task disentanglement
+    sf_td: float = SF_TD_WEIGHT
+
+    def by_term(self) -> dict[str, float]:
+        return {
+            POLICY_LOSS: 1.0,
+            REWARD_LOSS: self.l1,
+            ENV_DISENTANGLE_LOSS: self.l2,
+            TASK_DISENTANGLE_LOSS: self.l3,
+            SF_TD_LOSS: self.sf_td,
+        }
+
+
+def synpo_total(terms: dict[str, torch.Tensor], l1: float, l2: float, l3: float, sf_td: float = SF_TD_WEIGHT) -> torch.Tensor:
+    """The weighted sum of the named terms present in ``terms`` (a network trains only its own
+    terms, e.g. MTL has no environment disentanglement); other keys are ignored."""
+    weights = LossWeights(l1, l2, l3, sf_td).by_term()
+    present = [weights[name] * value for name, value in terms.items() if name in weights]
+    return torch.stack(present).sum()
+
+
+def imitation_losses(
+    net: torch.nn.Module,
+    out,
+    *,
+    expert_actions: torch.Tensor,
+    executed_actions: torch.Tensor,
+    rewards: torch.Tensor,
+    env_id: torch.Tensor,
+    task_id: torch.Tensor,
+    weights: LossWeights,
+    task_labels: torch.Tensor | None = None,
+    next_rows: torch.Tensor | None = None,
+    action_weights: torch.Tensor | None = None,
+) -> dict[str, torch.Tensor]:
+    """The terms ``net`` trains (its ``LOSS_TERMS``) on one batch, and their weighted
+    ``total_loss``.
+
+    ``out`` is ``net``'s `SynPoOutputs` on the batch. With ``task_labels`` (relabelling), the
+    policy term covers every labelled task of each state (``net.task_logits``). SF's TD term
+    needs ``next_rows`` (see `sf_td_loss`) unless its weight is 0.
+    """
+    names = getattr(net, "LOSS_TERMS", SYNPO_LOSS_TERMS)
+    if task_labels is not None:
+        terms = {POLICY_LOSS: relabelled_policy_loss(net.task_logits(out.sa_features, env_id), task_labels, action_weights)}
+    else:
+        terms = {POLICY_LOSS: policy_loss(out.logits, expert_actions, action_weights)}
+    if SF_TD_LOSS in names:  # successor features: the reward and TD terms read phi, m and w
+        phi, w = out.extras["features"], out.extras["task_weights"]
+        terms[REWARD_LOSS] = sf_reward_loss(phi, w, executed_actions, rewards)
+        if next_rows is not None:
+            terms[SF_TD_LOSS] = sf_td_loss(out.sa_features, phi, executed_actions, next_rows.long(), expert_actions, net.discount)
+        elif weights.sf_td != 0:
+            raise ValueError(
+                "the SF network's TD term needs the batch's next rows ('next_row': the row of each "
+                "step's next state in the batch, -1 at an episode's end); provide them or set the "
+                "SF TD weight (sf_td_weight) to 0"
+            )
+    else:
+        terms[REWARD_LOSS] = reward_loss(out.reward, executed_actions, rewards)
+    if names & {ENV_DISENTANGLE_LOSS, TASK_DISENTANGLE_LOSS}:
+        env_scores, task_scores = net.disentangle_scores(taken(out.sa_features, expert_actions))
+        if ENV_DISENTANGLE_LOSS in names:
+            terms[ENV_DISENTANGLE_LOSS] = disentangle_loss(env_scores, env_id)
+        if TASK_DISENTANGLE_LOSS in names:
+            terms[TASK_DISENTANGLE_LOSS] = disentangle_loss(task_scores, task_id)
+    terms[TOTAL_LOSS] = synpo_total(terms, weights.l1, weights.l2, weights.l3, weights.sf_td)
+    return terms

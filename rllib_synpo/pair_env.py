@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
-
 from synpo_envs.gridworld import BatchedGridWorld
 from synpo_envs.gridworld.constants import NUM_ACTIONS, NUM_TASKS
 from synpo_envs.gridworld.mazes import resolve_mazes

@@ -4,8 +4,12 @@ Plug it into any algorithm::
 
     RLModuleSpec(module_class=SynPoTorchRLModule, model_config={"encoder": "compact"})
 
+``model_config["network"]`` picks SynPo (default) or one of the paper's baselines ("mlp", "mtl",
+"modulenet", "sf"; `rllib_synpo.networks.make_network`): same module, algorithm and data.
 The observation space must be the gridworld's ``Dict(obs=Box(uint8), env_id=Discrete,
-task_id=Discrete)``; the action space ``Discrete``. All sizes are derived from the spaces.
+task_id=Discrete)`` or THOR's ``Dict(features=Box(float32, (frames, D)), held=Discrete,
+env_id, task_id)`` (encoder "thor", `rllib_synpo.thor`); the action space ``Discrete``. All
+sizes are derived from the spaces.
 """
 
 from __future__ import annotations
@@ -20,13 +24,15 @@ from ray.rllib.core.rl_module.apis.value_function_api import ValueFunctionAPI
 from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 
-from rllib_synpo.networks import ENCODERS, SynPoNetwork
+from rllib_synpo.networks import ENCODERS, NETWORKS, SynPoOutputs, make_network
 
 # Extra outputs of the training forward pass, read by the learner.
 REWARD_PREDICTIONS = "synpo_reward_predictions"
 SA_FEATURES = "synpo_sa_features"
+EXTRA_PREFIX = "synpo_extra_"  # + the key of a network-specific output (`SynPoOutputs.extras`)
 
 DEFAULT_MODEL_CONFIG = {
+    "network": "synpo",
     "encoder": "compact",
     "encoder_kwargs": {},
     "feature_dim": 128,
@@ -35,6 +41,11 @@ DEFAULT_MODEL_CONFIG = {
     "hidden_dim": 512,
 }
 # RLlib merges its own defaults into every model_config; those keys are not ours to check.
+# The observation entries the encoder reads (its ``INPUT_KEYS``): the gridworld's image stack or
+# THOR's frame features and held object; every observation also has env_id and task_id.
+IMAGE_KEYS = ("obs",)
+THOR_STATE_KEYS = ("features", "held")
+ID_KEYS = ("env_id", "task_id")
 _RLLIB_MODEL_KEYS = {field.name for field in dataclasses.fields(DefaultModelConfig)}
 
 
@@ -45,32 +56,77 @@ def check_model_config(model_config: dict[str, Any]) -> dict[str, Any]:
     checked = {key: model_config.get(key, default) for key, default in DEFAULT_MODEL_CONFIG.items()}
     if checked["encoder"] not in ENCODERS:
         raise ValueError(f"unknown encoder {checked['encoder']!r}; expected one of {sorted(ENCODERS)}")
+    if checked["network"] not in NETWORKS:
+        raise ValueError(f"unknown network {checked['network']!r}; expected one of {sorted(NETWORKS)}")
     return checked
 
 
-def network_from_spaces(observation_space: gym.Space, action_space: gym.Space, model_config: dict) -> SynPoNetwork:
-    if not (isinstance(observation_space, gym.spaces.Dict) and {"obs", "env_id", "task_id"} <= set(observation_space.spaces)):
-        raise ValueError(f"SynPo needs a Dict observation space with obs, env_id and task_id; got {observation_space}")
+def state_keys(observation_space: gym.Space) -> tuple[str, ...]:
+    """The observation entries the state encoder reads: `IMAGE_KEYS` (gridworld) or
+    `THOR_STATE_KEYS`."""
+    spaces = set(observation_space.spaces) if isinstance(observation_space, gym.spaces.Dict) else set()
+    for keys in (IMAGE_KEYS, THOR_STATE_KEYS):
+        if {*keys, *ID_KEYS} <= spaces:
+            return keys
+    raise ValueError(
+        "SynPo needs a Dict observation space with env_id, task_id and obs (gridworld) or features "
+        f"and held (THOR); got {observation_space}"
+    )
+
+
+def network_from_spaces(observation_space: gym.Space, action_space: gym.Space, model_config: dict) -> torch.nn.Module:
+    keys = state_keys(observation_space)
     if not isinstance(action_space, gym.spaces.Discrete):
         raise ValueError(f"SynPo needs a Discrete action space; got {action_space}")
-    return SynPoNetwork(
-        obs_shape=tuple(observation_space["obs"].shape),
+    sizes = check_model_config(model_config or {})
+    encoder_keys = tuple(getattr(ENCODERS[sizes["encoder"]], "INPUT_KEYS", IMAGE_KEYS))
+    if encoder_keys != keys:
+        raise ValueError(
+            f"encoder {sizes['encoder']!r} reads the observation entries {list(encoder_keys)}, but the "
+            f"observation has {list(keys)}: use encoder 'thor' for THOR, another one for the gridworld"
+        )
+    if keys == THOR_STATE_KEYS:
+        # THOR: the encoder reads features (frames, D) and embeds held (one of n values).
+        obs_shape = tuple(observation_space["features"].shape)
+        sizes["encoder_kwargs"] = {**sizes["encoder_kwargs"], "num_held": int(observation_space["held"].n)}
+    else:
+        obs_shape = tuple(observation_space["obs"].shape)
+    return make_network(
+        sizes.pop("network"),
+        obs_shape=obs_shape,
         num_actions=int(action_space.n),
         num_envs=int(observation_space["env_id"].n),
         num_tasks=int(observation_space["task_id"].n),
-        **check_model_config(model_config or {}),
+        **sizes,
+    )
+
+
+def outputs_from_fwd_out(fwd_out: dict[str, Any]) -> SynPoOutputs:
+    """The network's outputs back from `SynPoTorchRLModule._forward_train`'s dict (the value
+    may be left out: no loss term reads it)."""
+    return SynPoOutputs(
+        logits=fwd_out[Columns.ACTION_DIST_INPUTS],
+        reward=fwd_out[REWARD_PREDICTIONS],
+        sa_features=fwd_out[SA_FEATURES],
+        value=fwd_out.get(Columns.VF_PREDS),
+        extras={key[len(EXTRA_PREFIX) :]: value for key, value in fwd_out.items() if key.startswith(EXTRA_PREFIX)},
     )
 
 
 class SynPoTorchRLModule(TorchRLModule, ValueFunctionAPI):
-    """SynPo policy (and, for PPO, a zero-initialized value head) over the gridworld spaces."""
+    """SynPo (or a baseline) policy and, for PPO, a value head starting at zero, over the
+    gridworld's or THOR's spaces."""
 
     def setup(self) -> None:
         self.net = network_from_spaces(self.observation_space, self.action_space, self.model_config)
+        self._state_keys = state_keys(self.observation_space)
 
-    def _inputs(self, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _inputs(self, batch: dict[str, Any]) -> tuple[Any, torch.Tensor, torch.Tensor]:
+        """(encoder input, env_id, task_id): the gridworld's image tensor, or THOR's dict of
+        features and held."""
         obs = batch[Columns.OBS]
-        return obs["obs"], obs["env_id"].long(), obs["task_id"].long()
+        state = obs["obs"] if self._state_keys == IMAGE_KEYS else {key: obs[key] for key in self._state_keys}
+        return state, obs["env_id"].long(), obs["task_id"].long()
 
     def _forward(self, batch: dict[str, Any], **kwargs) -> dict[str, Any]:
         out = self.net(*self._inputs(batch))
@@ -83,6 +139,7 @@ class SynPoTorchRLModule(TorchRLModule, ValueFunctionAPI):
             REWARD_PREDICTIONS: out.reward,
             SA_FEATURES: out.sa_features,
             Columns.VF_PREDS: out.value,
+            **{EXTRA_PREFIX + key: value for key, value in out.extras.items()},
         }
 
     def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> torch.Tensor:

@@ -9,11 +9,20 @@ import argparse
 import sys
 
 import numpy as np
-
 from synpo_envs.gridworld.constants import ACTION_NAMES, DEFAULT_WINDOW, TASK_NAMES
-from synpo_envs.gridworld.drawing import TILE_PIXELS, full_map_rgb, observation_rgb, write_png
+from synpo_envs.gridworld.drawing import (
+    TILE_PIXELS,
+    full_map_rgb,
+    observation_rgb,
+    write_png,
+)
 from synpo_envs.gridworld.env import GridWorld
-from synpo_envs.gridworld.mazes import BUILTIN_SEED, MazeFormatError, generate_mazes, write_mazes
+from synpo_envs.gridworld.mazes import (
+    BUILTIN_SEED,
+    MazeFormatError,
+    generate_mazes,
+    write_mazes,
+)
 from synpo_envs.splits import SplitError
 
 GAP_PIXELS = TILE_PIXELS // 2

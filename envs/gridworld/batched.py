@@ -10,7 +10,6 @@ import numpy as np
 from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
-
 from synpo_envs.gridworld.constants import (
     DEFAULT_FRAME_STACK,
     DEFAULT_MAX_STEPS,

@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-
 from synpo_envs.gridworld.constants import (
     ACTION_DELTAS,
     AGENT_MARK,

@@ -11,7 +11,6 @@ import struct
 import zlib
 
 import numpy as np
-
 from synpo_envs.gridworld.constants import (
     AGENT_RGB,
     COLOUR_LETTERS,

@@ -7,7 +7,6 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-
 from synpo_envs.gridworld.constants import (
     COLOUR_LETTERS,
     DEFAULT_FRAME_STACK,

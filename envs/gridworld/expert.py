@@ -9,8 +9,12 @@ picks it up once there. The whole policy is one table lookup ``next_action[targe
 from __future__ import annotations
 
 import numpy as np
-
-from synpo_envs.gridworld.constants import ACTION_DELTAS, MOVE_ACTIONS, NUM_CELLS, PICK_UP
+from synpo_envs.gridworld.constants import (
+    ACTION_DELTAS,
+    MOVE_ACTIONS,
+    NUM_CELLS,
+    PICK_UP,
+)
 from synpo_envs.gridworld.mazes import Maze
 
 UNREACHABLE = np.iinfo(np.int16).max

@@ -15,7 +15,6 @@ from importlib import resources
 from pathlib import Path
 
 import numpy as np
-
 from synpo_envs.gridworld.constants import (
     FLOOR_CHAR,
     GRID_SIZE,

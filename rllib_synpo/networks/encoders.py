@@ -1,9 +1,12 @@
-"""State encoders psi(s): stacked uint8 frames -> a feature vector. Plain torch, no Ray."""
+"""State encoders psi(s): stacked uint8 frames (or THOR's frame features) -> a feature vector.
+Plain torch, no Ray."""
 
 from __future__ import annotations
 
 import torch
 from torch import nn
+
+from rllib_synpo.thor.encoder import ThorStateEncoder
 
 PIXEL_SCALE = 255.0
 RGB_CHANNELS = 3
@@ -33,6 +36,23 @@ class CompactEncoder(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return self.project(self.convs(obs.float() / PIXEL_SCALE))
+
+
+class DenseEncoder(nn.Module):
+    """Two fully connected layers on the flattened frames: every pixel keeps its own weights,
+    so positions stay exact (routing in a maze needs the agent's and the target's precise
+    cells, which strided convolutions blur)."""
+
+    def __init__(self, obs_shape: tuple[int, int, int], feature_dim: int = 128, width: int = 1024) -> None:
+        super().__init__()
+        inputs = int(torch.Size(obs_shape).numel())
+        self.layers = nn.Sequential(
+            nn.Flatten(), nn.Linear(inputs, width), nn.ReLU(), nn.Linear(width, feature_dim), nn.ReLU()
+        )
+        self.feature_dim = feature_dim
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.layers(obs.float() / PIXEL_SCALE)
 
 
 class _BasicBlock(nn.Module):
@@ -102,7 +122,9 @@ class PaperResNetEncoder(nn.Module):
         return self.project(self.body(obs.float() / PIXEL_SCALE))
 
 
-ENCODERS = {"compact": CompactEncoder, "paper_resnet": PaperResNetEncoder}
+# "thor" reads THOR's (features, held) observation entries (its ``INPUT_KEYS``); the others the
+# gridworld's stacked image "obs".
+ENCODERS = {"compact": CompactEncoder, "dense": DenseEncoder, "paper_resnet": PaperResNetEncoder, "thor": ThorStateEncoder}
 
 
 def make_encoder(name: str, obs_shape: tuple[int, int, int], feature_dim: int, **kwargs) -> nn.Module:

@@ -9,11 +9,12 @@ every environment (task) embedding.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
+from rllib_synpo.losses import SYNPO_LOSS_TERMS
 from rllib_synpo.networks.encoders import make_encoder
 
 
@@ -23,6 +24,8 @@ class SynPoOutputs:
     reward: torch.Tensor  # (N, A): predicted reward of every action
     sa_features: torch.Tensor  # (N, A, K)
     value: torch.Tensor  # (N,)
+    # Network-specific tensors some loss terms read (SF: "features" phi, "task_weights" w).
+    extras: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
 def mlp(inputs: int, hidden: int, outputs: int) -> nn.Sequential:
@@ -31,6 +34,8 @@ def mlp(inputs: int, hidden: int, outputs: int) -> nn.Sequential:
 
 class SynPoNetwork(nn.Module):
     """Encoder + SynPo head. Sizes come from the arguments (the env's spaces and the config)."""
+
+    LOSS_TERMS = SYNPO_LOSS_TERMS  # the terms `rllib_synpo.losses.imitation_losses` trains
 
     def __init__(
         self,

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("extra", [[], ["--relabel", "--dagger", "0.5", "--pairs", "0:0,0:1,1:1"]])
+@pytest.mark.parametrize("extra", [[], ["--relabel", "--dagger", "0.5", "--lr-schedule", "cosine", "--pairs", "0:0,0:1,1:1"]])
 def test_tiny_budget_writes_csv_png_and_meta(tmp_path, extra):
     out = tmp_path / "curve"
     args = [
@@ -28,3 +28,13 @@ def test_tiny_budget_writes_csv_png_and_meta(tmp_path, extra):
     assert curve["episodes_per_pair"].iloc[-1] == 1
     assert out.with_suffix(".png").read_bytes()[:4] == b"\x89PNG"
     assert '"relabel_seen_tasks": true' in out.with_suffix(".json").read_text() or not extra
+
+
+def test_cosine_schedule_decays_from_lr_to_the_final_fraction():
+    from benchmarks.learning_speed import _parser, scheduled_lr
+
+    args = _parser().parse_args(["--lr", "0.002", "--lr-schedule", "cosine", "--lr-final", "0.1"])
+    rates = [scheduled_lr(args, progress) for progress in (0.0, 0.5, 1.0, 2.0)]
+    assert rates == pytest.approx([0.002, 0.0011, 0.0002, 0.0002])
+    constant = _parser().parse_args(["--lr", "0.002"])
+    assert scheduled_lr(constant, 0.7) == 0.002

@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-
 from synpo_envs.gridworld import BatchedGridWorld, GridWorld
 
 

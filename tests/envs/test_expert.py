@@ -2,9 +2,9 @@
 
 import numpy as np
 import pytest
-
 from synpo_envs.gridworld import BatchedGridWorld, GridWorld, builtin_mazes
 from synpo_envs.gridworld.constants import TASK_COLOURS
+
 from tests.helpers import bfs_distances
 
 NUM_MAZES = len(builtin_mazes())

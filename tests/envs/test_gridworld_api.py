@@ -7,9 +7,8 @@ import sys
 import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium.utils.env_checker import check_env
-
 import synpo_envs
+from gymnasium.utils.env_checker import check_env
 from synpo_envs.gridworld import BatchedGridWorld, GridWorld
 
 

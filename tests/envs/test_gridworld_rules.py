@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-
 from synpo_envs.gridworld import GridWorld, builtin_mazes
 from synpo_envs.gridworld.constants import (
     AGENT_RGB,

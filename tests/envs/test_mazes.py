@@ -2,8 +2,14 @@
 
 import numpy as np
 import pytest
-
-from synpo_envs.gridworld import GridWorld, MazeFormatError, builtin_mazes, generate_mazes, load_mazes, parse_maze
+from synpo_envs.gridworld import (
+    GridWorld,
+    MazeFormatError,
+    builtin_mazes,
+    generate_mazes,
+    load_mazes,
+    parse_maze,
+)
 from synpo_envs.gridworld.mazes import BUILTIN_SEED, NUM_BUILTIN_MAZES, write_mazes
 
 ROOM_LINES = (5, 10)

@@ -4,8 +4,14 @@ import json
 
 import numpy as np
 import pytest
-
-from synpo_envs.splits import Split, SplitError, quadrant, random_split, ratio_split, transfer_split
+from synpo_envs.splits import (
+    Split,
+    SplitError,
+    quadrant,
+    random_split,
+    ratio_split,
+    transfer_split,
+)
 
 
 def test_paper_setting_1_split():

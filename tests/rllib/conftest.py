@@ -9,7 +9,7 @@ TINY_MODEL = {"encoder": "compact", "feature_dim": 16, "embedding_dim": 8, "basi
 def ray_session():
     import ray
 
-    ray.init(num_cpus=3, include_dashboard=False, object_store_memory=150 * 1024**2, log_to_driver=False)
+    ray.init(address="local", num_cpus=3, include_dashboard=False, object_store_memory=150 * 1024**2, log_to_driver=False)
     yield ray
     ray.shutdown()
 

@@ -41,13 +41,34 @@ def test_every_collection_brings_new_episodes(ray_session):
         algo.stop()
 
 
-def test_one_iteration_with_relabelled_seen_tasks(ray_session):
-    algo = tiny_config(relabel_seen_tasks=True).build_algo()
+def test_one_iteration_with_relabelled_seen_tasks_and_state_batches(ray_session):
+    algo = tiny_config(relabel_seen_tasks=True, states_per_update=32).build_algo()
     try:
         result = algo.train()
         assert np.isfinite(result["learners"]["synpo"]["policy_loss"])
+        assert result["learners"]["__all_modules__"]["num_env_steps_trained"] == 32
         labels = algo.replay.sample(2)["task_labels"]
         assert labels.shape[1] == 20 and (labels >= 0).any(axis=1).all()
+    finally:
+        algo.stop()
+
+
+def test_successor_features_train_on_state_batches_with_successors(ray_session):
+    config = tiny_config(states_per_update=32)
+    config.rl_module(model_config={**config.model_config, "network": "sf"})
+    algo = config.build_algo()
+    try:
+        learner = algo.train()["learners"]["synpo"]
+        assert np.isfinite(learner["sf_td_loss"]) and learner["sf_td_loss"] > 0
+    finally:
+        algo.stop()
+
+
+def test_learning_rate_schedule_follows_sampled_steps(ray_session):
+    algo = tiny_config().training(lr=[[0, 1e-3], [400, 1e-5]]).build_algo()
+    try:
+        rates = [algo.train()["learners"]["synpo"]["default_optimizer_learning_rate"] for _ in range(3)]
+        assert rates[0] > rates[-1] >= 1e-5, rates
     finally:
         algo.stop()
 
@@ -123,6 +144,7 @@ print(out["action_dist_inputs"].tolist())
     [
         ({"l1": -1.0}, "`l1`"),
         ({"trajectories_per_update": 0}, "trajectories_per_update"),
+        ({"states_per_update": 0.5}, "states_per_update"),
         ({"expert_epsilon": 1.5}, "expert_epsilon"),
         ({"split": {"random": {"num_seen": 5}}}, "too few"),
         ({"encoder": "resnet9000"}, "resnet9000"),

@@ -122,11 +122,25 @@ def test_missing_file_and_checkpoint_are_named(tmp_path):
     assert out.returncode == 2 and "none.yaml' does not exist" in out.stderr
     out = _run("evaluate", str(tmp_path))
     assert out.returncode == 2 and "is not a SynPo checkpoint and holds none" in out.stderr
+    (tmp_path / "synpo_meta.json").write_text('{"env": "synpo_thor_pairs", "module_id": "synpo", "split": {}}')
+    out = _run("evaluate", str(tmp_path))
+    assert out.returncode == 2 and "was trained on 'synpo_thor_pairs'" in out.stderr
 
 
-@pytest.mark.parametrize("name", ["synpo_gridworld.yaml", "synpo_gridworld_paper.yaml"])
-def test_tuned_examples_are_valid(name):
+# The PPO example names an imitation checkpoint to start from: tests/rllib/test_ppo.py checks it.
+TUNED_EXAMPLES = sorted(p for p in (Path(__file__).resolve().parents[2] / "tuned_examples").glob("*.yaml") if "ppo" not in p.name)
+
+
+@pytest.mark.parametrize("path", TUNED_EXAMPLES, ids=[p.name for p in TUNED_EXAMPLES])
+def test_tuned_examples_are_valid(path):
     from rllib_synpo.cli import load_experiments
 
-    experiments = load_experiments(Path(__file__).resolve().parents[2] / "tuned_examples" / name)
+    experiments = load_experiments(path)
     assert all(spec["run"] == "SynPo" for spec in experiments.values())
+
+
+def test_storage_paths_are_made_absolute_and_uris_kept():
+    from rllib_synpo.cli import _storage_path
+
+    assert _storage_path("runs") == str(Path("runs").resolve())
+    assert _storage_path("s3://bucket/sweeps") == "s3://bucket/sweeps"

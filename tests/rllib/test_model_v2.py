@@ -8,9 +8,9 @@ from tests.rllib.conftest import TINY_MODEL
 def test_old_stack_ppo_iteration(ray_session):
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.tune.registry import register_env
+    from synpo_envs.gridworld import GridWorld
 
     import rllib_synpo.model_v2  # noqa: F401  (registers "synpo" with ModelCatalog)
-    from synpo_envs.gridworld import GridWorld
 
     register_env("synpo_gridworld_single", lambda cfg: GridWorld(pairs=[(0, 0), (1, 1)], max_steps=50))
     config = (

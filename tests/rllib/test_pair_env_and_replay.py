@@ -2,10 +2,11 @@
 
 import numpy as np
 import pytest
+from synpo_envs.gridworld import GridWorld
 
+from rllib_synpo.losses import NO_TRANSITION
 from rllib_synpo.pair_env import SynPoPairsEnv, shard_pairs
 from rllib_synpo.replay import Trajectory, TrajectoryReplay
-from synpo_envs.gridworld import GridWorld
 
 PAIRS = [(e, t) for e in range(3) for t in range(4)]
 
@@ -93,6 +94,29 @@ def test_stacks_rebuilt_from_frames_equal_the_env_observations():
     assert np.array_equal(trajectory.stacked_obs(4), stacked)
 
 
+def test_state_samples_are_rows_of_the_stored_trajectories():
+    replay = TrajectoryReplay(capacity=4, frame_stack=4, seed=0)
+    trajectories = [_trajectory(seed)[0] for seed in range(3)]
+    replay.add(trajectories)
+    batch = replay.sample_states(64)
+    rows = {
+        (t.env_id, t.task_id, int(t.expert_action[i]), float(t.reward[i]), obs.tobytes())
+        for t in trajectories
+        for i, obs in enumerate(t.stacked_obs(4))
+    }
+    sampled = zip(batch["env_id"], batch["task_id"], batch["expert_action"], batch["reward"], batch["obs"])
+    assert all((int(e), int(k), int(a), float(r), o.tobytes()) in rows for e, k, a, r, o in sampled)
+    assert len(set(map(bytes, batch["obs"]))) > 16  # independent states, not one trajectory
+    again = TrajectoryReplay(capacity=4, frame_stack=4, seed=0)
+    again.add(trajectories)
+    assert np.array_equal(again.sample_states(64)["obs"], batch["obs"])
+    pairs = replay.sample_states(32, successors=True)
+    rows = np.flatnonzero(pairs["next_row"] >= 0)
+    assert len(rows) > 16 and (pairs["next_row"][32:] == NO_TRANSITION).all()
+    for row in rows:  # the successor's stack is the state's stack shifted by one frame
+        assert np.array_equal(pairs["obs"][pairs["next_row"][row]][:-3], pairs["obs"][row][3:])
+
+
 def test_replay_is_a_seeded_fifo_and_small():
     replay = TrajectoryReplay(capacity=3, frame_stack=4, seed=0)
     trajectories = [_trajectory(seed)[0] for seed in range(5)]
@@ -102,6 +126,9 @@ def test_replay_is_a_seeded_fifo_and_small():
     assert kept == {t.env_id * 100 + t.task_id for t in trajectories[2:]}
     batch = replay.sample(2)
     assert batch["obs"].dtype == np.uint8 and len(batch["obs"]) == len(batch["reward"])
+    ends = np.flatnonzero(batch["next_row"] < 0)
+    assert ends[-1] == len(batch["reward"]) - 1 and len(ends) == 2
+    assert np.array_equal(batch["next_row"][: ends[0]], np.arange(1, ends[0] + 1))
     again = TrajectoryReplay(capacity=3, frame_stack=4, seed=0)
     again.add(trajectories)
     assert np.array_equal(again.sample(2)["obs"], batch["obs"])

@@ -1,0 +1,34 @@
+"""`make_network`: the SynPo network or one of the paper's baselines, by name.
+
+Every network has the interface the learners and the evaluation use: ``forward(obs, env_id,
+task_id) -> SynPoOutputs``, ``task_logits(sa_features, env_id)`` (N, T, A),
+``disentangle_scores(sa_taken)``, ``env_embedding`` / ``task_embedding`` (``nn.Embedding``
+tables of per-id parameters: what adaptation to new environments and tasks learns) and
+``LOSS_TERMS`` (the names of the terms `rllib_synpo.losses.imitation_losses` trains).
+"""
+
+from __future__ import annotations
+
+from torch import nn
+
+from rllib_synpo.networks.mlp import MLPNetwork
+from rllib_synpo.networks.modulenet import ModuleNetwork
+from rllib_synpo.networks.mtl import MTLNetwork
+from rllib_synpo.networks.sf import SuccessorFeatureNetwork
+from rllib_synpo.networks.synpo import SynPoNetwork
+
+NETWORKS: dict[str, type[nn.Module]] = {
+    "synpo": SynPoNetwork,
+    "mlp": MLPNetwork,
+    "mtl": MTLNetwork,
+    "modulenet": ModuleNetwork,
+    "sf": SuccessorFeatureNetwork,
+}
+
+
+def make_network(kind: str, *, obs_shape: tuple[int, int, int], num_actions: int, num_envs: int, num_tasks: int, **sizes) -> nn.Module:
+    """The network ``kind`` (one of `NETWORKS`) for these spaces; ``sizes`` are the shared model
+    config (encoder, encoder_kwargs, feature_dim, embedding_dim, basis_dim, hidden_dim)."""
+    if kind not in NETWORKS:
+        raise ValueError(f"unknown network {kind!r}; expected one of {sorted(NETWORKS)}")
+    return NETWORKS[kind](obs_shape=obs_shape, num_actions=num_actions, num_envs=num_envs, num_tasks=num_tasks, **sizes)

@@ -1,0 +1,344 @@
+"""PPO fine-tuning of a SynPo imitation policy with the same module (the paper's section 4.1).
+
+`SynPoPPOConfig` / `SynPoPPO` ("SynPoPPO" with Ray Tune): the pair env executes the module's
+own (sampled) actions on the seen pairs and returns the real rewards; the learner adds SynPo's
+disentanglement losses (and optionally the reward loss) to PPO's loss as auxiliary terms.
+
+With ``imitation_checkpoint`` set, `SynPoPPO.setup` loads the imitation module with
+``restore_from_path(<ckpt>/learner_group/learner/rl_module/synpo,
+component="learner_group/learner/rl_module/synpo")`` and asserts that the load took: the
+learner's and the env runners' weights equal the checkpoint's, and the greedy evaluation of
+the loaded module equals the imitation module's (loaded on its own) on the same seen pairs and
+seeds. A load that did not take raises `ImitationCheckpointError`.
+
+.. code-block:: python
+
+    from rllib_synpo.ppo import SynPoPPOConfig
+    algo = SynPoPPOConfig().training(imitation_checkpoint="results/runs/synpo-gridworld").build_algo()
+    algo.train()
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from ray.rllib.algorithms.algorithm_config import NotProvided
+from ray.rllib.algorithms.ppo import PPO, PPOConfig
+from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+from ray.rllib.core import (
+    COMPONENT_LEARNER,
+    COMPONENT_LEARNER_GROUP,
+    COMPONENT_RL_MODULE,
+)
+from ray.rllib.core.columns import Columns
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from synpo_envs.splits import Split
+
+from rllib_synpo.config import MODULE_ID, policy_mapping_fn, resolve_split
+from rllib_synpo.pair_env import ENV_CONFIG_KEYS, PAIRS_ENV_NAME
+from rllib_synpo.rl_module import (
+    DEFAULT_MODEL_CONFIG,
+    SynPoTorchRLModule,
+    check_model_config,
+)
+
+OPTIMIZERS = ("rmsprop", "adam")
+# Where an algorithm checkpoint keeps the module, and the matching `component` argument.
+MODULE_COMPONENT = f"{COMPONENT_LEARNER_GROUP}/{COMPONENT_LEARNER}/{COMPONENT_RL_MODULE}/{MODULE_ID}"
+AUX_LOSSES = {"reward_loss": "l1", "env_disentangle_loss": "l2", "task_disentangle_loss": "l3"}
+RMSPROP_ALPHA, RMSPROP_EPS = 0.99, 1e-5
+
+
+class ImitationCheckpointError(ValueError):
+    """The imitation checkpoint is missing, does not fit the module, or did not load."""
+
+
+def read_imitation_meta(checkpoint: str | Path) -> tuple[Path, dict]:
+    """(checkpoint folder, its ``synpo_meta.json``); ``checkpoint`` may be an experiment or
+    trial folder of ``rllib train file`` (its newest checkpoint is used); a relative path is
+    relative to the working directory ``rllib train file`` was started in."""
+    from rllib_synpo.algorithm import META_FILE
+    from rllib_synpo.evaluate import CheckpointError, find_checkpoint
+
+    checkpoint = Path(checkpoint).expanduser()
+    if not checkpoint.is_absolute():  # inside a Tune trial the working directory is the trial's
+        checkpoint = Path(os.environ.get("TUNE_ORIG_WORKING_DIR", os.getcwd())) / checkpoint
+    try:
+        path = find_checkpoint(checkpoint)
+    except CheckpointError as err:
+        raise ImitationCheckpointError(f"imitation_checkpoint: {err}") from None
+    module_dir = path / MODULE_COMPONENT
+    if not module_dir.is_dir():
+        raise ImitationCheckpointError(f"imitation_checkpoint {path} has no module folder {MODULE_COMPONENT}")
+    return path, json.loads((path / META_FILE).read_text())
+
+
+class SynPoPPOConfig(PPOConfig):
+    """PPO on the SynPo module and pair env; defaults are the paper's PPO hyper-parameters
+    (RMSProp lr 2.5e-5, weight decay 1e-4, GAE 0.99/0.95, entropy 0.01, clip 0.1, grad-norm
+    clip 0.5, 4 epochs of 4 minibatches of a 128-step rollout of every pair slot)."""
+
+    def __init__(self, algo_class=None) -> None:
+        import rllib_synpo.algorithm  # noqa: F401  (registers the pair env with Tune)
+
+        super().__init__(algo_class=algo_class or SynPoPPO)
+        self.l1 = 0.0
+        self.l2 = 0.1
+        self.l3 = 0.001
+        self.split: Any = None
+        self.imitation_checkpoint: str | None = None
+        self.optimizer_type = "rmsprop"
+        self.weight_decay = 1e-4
+        self.load_check_episodes_per_pair = 1
+        self.greedy_episodes_per_pair = 2
+        self.lr = 2.5e-5
+        self.gamma = 0.99
+        self.lambda_ = 0.95
+        self.entropy_coeff = 0.01
+        self.clip_param = 0.1
+        self.grad_clip = 0.5
+        self.use_kl_loss = False  # the paper's PPO is the clipped objective alone
+        self.vf_clip_param = 1e4  # RLlib clips the squared value error; returns reach ~11
+        self.num_epochs = 4
+        # Batches count agent steps (pair slots): 128 steps of 16 slots, in 4 minibatches.
+        self.train_batch_size = 128 * 16  # per learner (one local learner by default)
+        self.minibatch_size = 128 * 16 // 4
+        self.environment(env=PAIRS_ENV_NAME, env_config={})
+        self.multi_agent(policies={MODULE_ID}, policy_mapping_fn=policy_mapping_fn, count_steps_by="agent_steps")
+        self.rl_module(model_config=dict(DEFAULT_MODEL_CONFIG))
+        self.env_runners(num_env_runners=0)
+
+    def training(
+        self,
+        *,
+        l1: float | None = NotProvided,
+        l2: float | None = NotProvided,
+        l3: float | None = NotProvided,
+        split: Any = NotProvided,
+        imitation_checkpoint: str | None = NotProvided,
+        optimizer_type: str | None = NotProvided,
+        weight_decay: float | None = NotProvided,
+        load_check_episodes_per_pair: int | None = NotProvided,
+        greedy_episodes_per_pair: int | None = NotProvided,
+        **kwargs,
+    ) -> SynPoPPOConfig:
+        """Sets the SynPo knobs of PPO fine-tuning (PPO's own knobs pass through).
+
+        Args:
+            l1: Weight of the auxiliary reward-prediction loss, MSE of r_hat(s, a_taken) against
+                the real reward (0 = off, the default).
+            l2: Weight of the auxiliary environment disentanglement loss (paper: 0.1).
+            l3: Weight of the auxiliary task disentanglement loss (paper: 0.001).
+                PPO has no expert: both disentanglement losses read the state-action feature
+                of the action the policy took, ``sa[n, a_taken]``.
+            split: Which pairs PPO trains on (the seen ones): None (the imitation
+                checkpoint's split, else the 144/256 split, seed 0), a `Split`, a split JSON
+                path, a split dict or ``{"random": {...}}``.
+            imitation_checkpoint: A SynPo checkpoint (or an experiment folder: its newest
+                checkpoint) to start from; None starts from a random module.
+            optimizer_type: "rmsprop" (the paper; alpha 0.99, eps 1e-5) or "adam" (RLlib's default).
+            weight_decay: L2 weight decay of the optimizer (paper: 1e-4).
+            load_check_episodes_per_pair: Greedy episodes per seen pair in the check that the
+                imitation module loaded (same pairs and seed for both modules).
+            greedy_episodes_per_pair: Greedy episodes per pair (all of them) in each periodic
+                evaluation (``evaluation_interval``); results land under ``evaluation/``.
+        """
+        super().training(**kwargs)
+        for name, value in {
+            "l1": l1, "l2": l2, "l3": l3, "split": split, "imitation_checkpoint": imitation_checkpoint,
+            "optimizer_type": optimizer_type, "weight_decay": weight_decay,
+            "load_check_episodes_per_pair": load_check_episodes_per_pair, "greedy_episodes_per_pair": greedy_episodes_per_pair,
+        }.items():
+            if value is not NotProvided:
+                setattr(self, name, value)
+        return self
+
+    def get_default_rl_module_spec(self) -> RLModuleSpec:
+        return RLModuleSpec(module_class=SynPoTorchRLModule)
+
+    def get_default_learner_class(self):
+        return SynPoPPOTorchLearner
+
+    def resolved_split(self) -> tuple[Split, dict]:
+        """(the split PPO trains on, the gridworld settings), from the knobs or the checkpoint."""
+        if self.imitation_checkpoint is None:
+            return resolve_split(self.split), dict(self.env_config.get("gridworld", {}))
+        path, meta = read_imitation_meta(self.imitation_checkpoint)
+        split = Split.from_dict(meta["split"], source=str(path)) if self.split is None else resolve_split(self.split)
+        gridworld = dict(self.env_config.get("gridworld", meta.get("gridworld", {})))
+        if gridworld != meta.get("gridworld", {}):
+            raise ImitationCheckpointError(
+                f"env_config gridworld {gridworld} differs from the imitation checkpoint's {meta.get('gridworld', {})} ({path})"
+            )
+        return split, gridworld
+
+    def validate(self) -> None:
+        super().validate()
+        for name in AUX_LOSSES.values():
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or value < 0:
+                self._value_error(f"`{name}` must be a number >= 0, got {value!r}")
+        if self.optimizer_type not in OPTIMIZERS:
+            self._value_error(f"`optimizer_type` must be one of {OPTIMIZERS}, got {self.optimizer_type!r}")
+        if not isinstance(self.weight_decay, (int, float)) or self.weight_decay < 0:
+            self._value_error(f"`weight_decay` must be a number >= 0, got {self.weight_decay!r}")
+        for name in ("load_check_episodes_per_pair", "greedy_episodes_per_pair"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                self._value_error(f"`{name}` must be an integer >= 1, got {value!r}")
+        unknown = sorted(set(self.env_config) - ENV_CONFIG_KEYS)
+        if self.env == PAIRS_ENV_NAME and unknown:
+            self._value_error(f"unknown env_config key(s) {unknown} for {PAIRS_ENV_NAME}; expected some of {sorted(ENV_CONFIG_KEYS)}")
+        if self.env_config.get("behaviour", "policy") != "policy":
+            self._value_error(f"PPO runs the policy: env_config behaviour must be 'policy', got {self.env_config['behaviour']!r}")
+        try:
+            check_model_config(self.model_config)
+            split, gridworld = self.resolved_split()
+        except ValueError as err:
+            self._value_error(str(err))
+        # The env runners' pair env runs the module's actions on the seen pairs, real rewards.
+        self.env_config = {**self.env_config, "pairs": [list(p) for p in split.seen], "behaviour": "policy", "gridworld": gridworld}
+        for key in ("expert_epsilon", "relabel"):
+            self.env_config.pop(key, None)
+
+
+def masked_rows(batch: dict[str, Any], fwd_out: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The real timesteps of a PPO train batch (RLlib adds one masked step per episode) in the
+    columns `synpo_loss_terms` reads; the action taken stands in for the expert's."""
+    from rllib_synpo.learner import EXECUTED_ACTION, EXPERT_ACTION
+
+    mask = batch.get(Columns.LOSS_MASK)
+
+    def rows(x: torch.Tensor) -> torch.Tensor:
+        return x if mask is None else x[mask]
+
+    actions_all = batch[Columns.ACTIONS]
+    actions = rows(actions_all).long()
+    aux_batch = {
+        Columns.OBS: {key: rows(value) for key, value in batch[Columns.OBS].items()},
+        EXPERT_ACTION: actions,
+        EXECUTED_ACTION: actions,
+        Columns.REWARDS: rows(batch[Columns.REWARDS]),
+    }
+    aux_out = {key: rows(value) for key, value in fwd_out.items() if torch.is_tensor(value) and value.shape[:1] == actions_all.shape[:1]}
+    return aux_batch, aux_out
+
+
+class SynPoPPOTorchLearner(PPOTorchLearner):
+    """PPO's loss ``+ l1 * MSE(r_hat) + l2 * CE_env + l3 * CE_task`` on the taken actions'
+    state-action features; every auxiliary term is logged under its own name. The optimizer
+    is RMSProp (the paper) or Adam, with weight decay."""
+
+    def configure_optimizers_for_module(self, module_id, config=None) -> None:
+        params = self.get_parameters(self._module[module_id])
+        if config.optimizer_type == "rmsprop":
+            optimizer = torch.optim.RMSprop(params, alpha=RMSPROP_ALPHA, eps=RMSPROP_EPS, weight_decay=config.weight_decay)
+        else:
+            optimizer = torch.optim.Adam(params, weight_decay=config.weight_decay)
+        # RLlib's scheduler sets (and updates) the learning rate from config.lr.
+        self.register_optimizer(module_id=module_id, optimizer=optimizer, params=params, lr_or_lr_schedule=config.lr)
+
+    def compute_loss_for_module(self, *, module_id, config, batch, fwd_out) -> torch.Tensor:
+        from rllib_synpo.learner import synpo_loss_terms
+        from rllib_synpo.losses import LossWeights
+
+        total = super().compute_loss_for_module(module_id=module_id, config=config, batch=batch, fwd_out=fwd_out)
+        aux_batch, aux_out = masked_rows(batch, fwd_out)
+        # Only the named auxiliary terms are used (PPO's surrogate replaces the imitation term).
+        weights = LossWeights(l1=config.l1, l2=config.l2, l3=config.l3, sf_td=0.0)
+        terms = synpo_loss_terms(self.module[module_id].unwrapped(), aux_batch, aux_out, weights)
+        for name, weight in AUX_LOSSES.items():
+            if name not in terms:  # a baseline network without this term
+                continue
+            total = total + getattr(config, weight) * terms[name]
+            self.metrics.log_value((module_id, name), terms[name].detach(), window=1)
+        return total
+
+
+class SynPoPPO(PPO):
+    @classmethod
+    def get_default_config(cls) -> SynPoPPOConfig:
+        return SynPoPPOConfig()
+
+    def setup(self, config) -> None:
+        super().setup(config)
+        self.synpo_split, self.gridworld = self.config.resolved_split()
+        self.load_check: dict | None = None
+        if self.config.imitation_checkpoint is not None:
+            self.load_check = self.load_imitation_checkpoint(self.config.imitation_checkpoint)
+
+    def load_imitation_checkpoint(self, checkpoint: str | Path) -> dict:
+        """Loads the imitation module into the learner and the env runners, then asserts that
+        it took (see the module docstring); returns the check's numbers."""
+        from ray.rllib.core.rl_module.rl_module import RLModule
+
+        path, _ = read_imitation_meta(checkpoint)
+        module_dir = path / MODULE_COMPONENT
+        try:
+            self.restore_from_path(module_dir, component=MODULE_COMPONENT)
+            reference = RLModule.from_checkpoint(module_dir)
+        except Exception as err:  # size mismatch, unreadable or truncated state files, ...
+            detail = " ".join(str(err).split())  # one line
+            raise ImitationCheckpointError(f"could not load the imitation module {module_dir}: {type(err).__name__}: {detail[:600]}") from err
+        return check_loaded_policy(self, reference, where=str(module_dir))
+
+    def evaluate(self, parallel_train_future=None) -> dict:
+        """Greedy AvgSR, return and first-pick accuracy on the seen and unseen pairs."""
+        from rllib_synpo.evaluate import flat_summary
+        from rllib_synpo.evaluation import evaluate, torch_greedy_policy
+
+        results = evaluate(
+            torch_greedy_policy(self.get_module(MODULE_ID).net), self.synpo_split.all_pairs, self.config.greedy_episodes_per_pair,
+            seed=self.config.seed or 0, env_kwargs=self.gridworld,
+        )
+        return flat_summary(results, self.synpo_split)
+
+    def save_to_path(self, path=None, **kwargs):
+        """Also writes ``synpo_meta.json``, so ``rllib evaluate`` and a later fine-tuning read
+        PPO checkpoints like imitation ones."""
+        from rllib_synpo.algorithm import META_FILE, _atomic_write
+
+        path = super().save_to_path(path, **kwargs)
+        meta = {"module_id": MODULE_ID, "split": self.synpo_split.to_dict(), "gridworld": self.gridworld, "algorithm": "SynPoPPO"}
+        _atomic_write(Path(path) / META_FILE, json.dumps(meta, indent=1))
+        return path
+
+
+def _state(module) -> dict[str, np.ndarray]:
+    return {key: np.asarray(value.detach().cpu() if torch.is_tensor(value) else value) for key, value in module.get_state().items()}
+
+
+def check_loaded_policy(algo: SynPoPPO, reference, where: str) -> dict:
+    """Raises `ImitationCheckpointError` unless the learner's and the acting module's weights
+    equal ``reference``'s and both modules' greedy evaluations on the seen pairs agree."""
+    from rllib_synpo.evaluation import evaluate, torch_greedy_policy
+
+    expected = _state(reference)
+    learner_state = algo.learner_group.get_weights([MODULE_ID])[MODULE_ID]
+    acting = algo.get_module(MODULE_ID)
+    for owner, state in (("learner", learner_state), ("env runner", _state(acting))):
+        differ = sorted(k for k in expected if k not in state or not np.array_equal(np.asarray(state[k]), expected[k]))
+        if differ:
+            raise ImitationCheckpointError(
+                f"the imitation module did not load from {where}: the {owner}'s {len(differ)} tensor(s) "
+                f"{differ[:5]} differ from the checkpoint's"
+            )
+    episodes, seed = algo.config.load_check_episodes_per_pair, algo.config.seed or 0
+    pairs = algo.synpo_split.seen
+    runs = {
+        name: evaluate(torch_greedy_policy(module.net), pairs, episodes, seed=seed, env_kwargs=algo.gridworld)
+        for name, module in (("loaded", acting), ("imitation", reference))
+    }
+    loaded, imitation = runs["loaded"], runs["imitation"]
+    if not (np.array_equal(loaded.successes, imitation.successes) and np.array_equal(loaded.returns, imitation.returns)):
+        raise ImitationCheckpointError(
+            f"greedy evaluation after loading {where} differs from the imitation module's on the same {len(pairs)} seen "
+            f"pairs (seed {seed}): AvgSR {loaded.success_rate.mean():.4f} vs {imitation.success_rate.mean():.4f}, "
+            f"return {loaded.returns.sum():.2f} vs {imitation.returns.sum():.2f}"
+        )
+    return {"pairs": len(pairs), "episodes_per_pair": episodes, "seed": seed, "avg_success_rate": float(loaded.success_rate.mean())}

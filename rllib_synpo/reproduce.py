@@ -1,0 +1,347 @@
+"""Reproduce the SynPo paper's gridworld studies with one command each:
+
+    python -m rllib_synpo.reproduce table1 [--minutes-per-run M] [--seeds 0 1 2]
+        [--methods synpo mlp mtl modulenet sf] [--final-episodes 100] [--out results/gridworld]
+    python -m rllib_synpo.reproduce blind        # window 0: MLP, MTL, SynPo
+    python -m rllib_synpo.reproduce ablation     # SynPo without env / task disentanglement
+    python -m rllib_synpo.reproduce ratio        # SynPo vs fraction of seen pairs, 10 x 10
+    python -m rllib_synpo.reproduce convergence  # AvgSR over training, mean ± std over seeds
+
+Every run trains for ``--minutes-per-run`` minutes (training time; evaluation comes on top)
+with the project's best recipe (`rllib_synpo.budgeted.best_recipe`: relabelled seen tasks,
+compact encoder, 1024-d state feature, the paper's loss weights, cosine learning rate over the
+budget) through `rllib_synpo.direct.DirectImitation`, on the 144/256 split of
+``random_split(--split-seed)``; the seeds are training seeds. Runs are stored under ``--out``
+(``<run>.csv/.png/.pt/.json``) and a run whose result JSON exists is skipped, so an interrupted
+study resumes; runs with the same name are shared between studies (table1's SynPo runs are the
+ablation's full model and the convergence study's curves). Each study writes its tables and
+figures next to the folder: ``<out>_table1.md/.csv``, ``<out>_blind.md/.csv``,
+``<out>_ablation.md/.csv/.png``, ``<out>_ratio.md/.csv/.png``, ``<out>_convergence.png/.csv``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from synpo_envs.gridworld.constants import (
+    DEFAULT_FRAME_STACK,
+    DEFAULT_MAX_STEPS,
+    DEFAULT_WINDOW,
+)
+from synpo_envs.splits import Split, SplitError, random_split, ratio_split
+
+from rllib_synpo.budgeted import Budget, best_recipe
+from rllib_synpo.networks import NETWORKS
+from rllib_synpo.paper_numbers import BLIND, DISPLAY_NAMES, TABLE1
+from rllib_synpo.study_report import (
+    Section,
+    TableRow,
+    band,
+    load_curves,
+    plot_bands,
+    plot_ratio,
+    write_tables,
+)
+from rllib_synpo.study_runs import (
+    RunSpec,
+    StudyError,
+    cpu_model,
+    format_duration,
+    load_result,
+    run_study,
+)
+
+TABLE1_METHODS = ("sf", "modulenet", "mlp", "mtl", "synpo")  # the paper's column order
+BLIND_METHODS = ("mlp", "mtl", "synpo")
+BLIND_WINDOW = 0
+DEFAULT_SEEDS = (0, 1, 2)
+DEFAULT_MINUTES = 100.0
+EVALS_PER_RUN = 10  # periodic evaluations per run unless --eval-minutes is given
+RATIO_FRACTIONS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+# Ablation variants: name suffix -> (label, l2 environment, l3 task disentanglement weight or None
+# for the paper's).
+ABLATIONS = {
+    "": ("SynPo (full)", None, None),
+    "_no_env_disentangle": ("SynPo w/o env disentanglement (l2 = 0)", 0.0, None),
+    "_no_task_disentangle": ("SynPo w/o task disentanglement (l3 = 0)", None, 0.0),
+    "_no_disentangle": ("SynPo w/o both (l2 = l3 = 0)", 0.0, 0.0),
+}
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Bad input ends in one ``error: ...`` line and exit status 2."""
+
+    def error(self, message: str):
+        raise SystemExit(_fail(message))
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def _common(p: argparse.ArgumentParser, methods: Sequence[str] | None) -> None:
+    p.add_argument("--minutes-per-run", type=float, default=DEFAULT_MINUTES, help="training minutes per run (evaluation excluded)")
+    p.add_argument("--seeds", type=int, nargs="+", default=list(DEFAULT_SEEDS), help="training seeds")
+    if methods is not None:
+        p.add_argument("--methods", nargs="+", default=list(methods), help=f"of {', '.join(TABLE1_METHODS)}")
+    p.add_argument("--final-episodes", type=int, default=100, help="episodes per pair, final evaluation")
+    p.add_argument("--eval-episodes", type=int, default=2, help="episodes per pair, periodic evaluation")
+    p.add_argument("--eval-minutes", type=float, default=None,
+                   help=f"training minutes between evaluations (default: budget / {EVALS_PER_RUN})")
+    p.add_argument("--out", default="results/gridworld", help="folder of the runs; tables and figures go beside it")
+    p.add_argument("--split-seed", type=int, default=0, help="seed of the seen/unseen split")
+    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    d = best_recipe()
+    small = p.add_argument_group("scale (smaller values for smoke tests only)")
+    small.add_argument("--num-collectors", type=int, default=d.num_collectors)
+    small.add_argument("--batch-size", type=int, default=d.batch_size)
+    small.add_argument("--replay-capacity", type=int, default=d.replay_capacity)
+    small.add_argument("--warmup-states", type=int, default=d.warmup_states)
+    small.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, help="episode step limit (the paper's 300)")
+
+
+def parser() -> OneLineParser:
+    p = OneLineParser(
+        prog="python -m rllib_synpo.reproduce", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    studies = p.add_subparsers(dest="study", required=True, metavar="study")
+    _common(studies.add_parser("table1", help="every method on the 144/256 split (paper Table 1)"), TABLE1_METHODS)
+    _common(studies.add_parser("blind", help="the blind agent (window 0)"), BLIND_METHODS)
+    _common(studies.add_parser("ablation", help="SynPo without disentanglement losses"), None)
+    ratio = studies.add_parser("ratio", help="SynPo success vs fraction of seen pairs (10 x 10)")
+    _common(ratio, None)
+    ratio.add_argument("--fractions", type=float, nargs="+", default=list(RATIO_FRACTIONS))
+    _common(studies.add_parser("convergence", help="AvgSR over training, mean ± std over seeds"), ("synpo",))
+    return p
+
+
+def validate(args: argparse.Namespace) -> None:
+    """Raises `StudyError` with a one-line reason for bad input."""
+    if not args.minutes_per_run > 0:
+        raise StudyError(f"--minutes-per-run must be > 0, got {args.minutes_per_run:g}")
+    if args.eval_minutes is not None and not args.eval_minutes > 0:
+        raise StudyError(f"--eval-minutes must be > 0, got {args.eval_minutes:g}")
+    if any(seed < 0 for seed in args.seeds) or len(set(args.seeds)) != len(args.seeds):
+        raise StudyError(f"--seeds must be distinct non-negative integers, got {args.seeds}")
+    for method in getattr(args, "methods", ()):
+        if method not in NETWORKS:
+            raise StudyError(f"unknown method {method!r}; expected some of {', '.join(TABLE1_METHODS)}")
+    if len(set(getattr(args, "methods", ()))) != len(getattr(args, "methods", ())):
+        raise StudyError(f"--methods lists a method twice: {args.methods}")
+    for name in ("final_episodes", "eval_episodes", "num_collectors", "batch_size", "replay_capacity", "max_steps"):
+        if getattr(args, name) < 1:
+            raise StudyError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if args.replay_capacity <= args.num_collectors:
+        raise StudyError(f"--replay-capacity ({args.replay_capacity}) must exceed --num-collectors ({args.num_collectors})")
+    if args.warmup_states < 0 or args.threads < 0:
+        raise StudyError(f"--warmup-states and --threads must be >= 0, got {args.warmup_states} and {args.threads}")
+    for fraction in getattr(args, "fractions", ()):
+        if not 0 < fraction < 1:
+            raise StudyError(f"--fractions must be in (0, 1), got {fraction:g}")
+
+
+# --- the studies' runs --------------------------------------------------------------------
+
+
+def _budget(args: argparse.Namespace) -> Budget:
+    minutes = args.minutes_per_run
+    return Budget(
+        minutes=minutes, eval_minutes=args.eval_minutes or minutes / EVALS_PER_RUN, eval_episodes=args.eval_episodes,
+        final_episodes=args.final_episodes, lr_schedule="cosine",
+    )
+
+
+def _spec(
+    args: argparse.Namespace, name: str, group: str, seed: int, split: Split, *,
+    network: str = "synpo", window: int = DEFAULT_WINDOW, **weights: float,
+) -> RunSpec:
+    """Run ``name``_seed``seed`` of the best recipe (``weights``: loss-weight overrides)."""
+    config = best_recipe(
+        network=network, num_collectors=args.num_collectors, batch_size=args.batch_size,
+        replay_capacity=args.replay_capacity, warmup_states=args.warmup_states,
+        env_kwargs={"frame_stack": DEFAULT_FRAME_STACK, "window": window, "agent_channel": False, "max_steps": args.max_steps},
+        **weights,
+    )
+    return RunSpec(name=f"{name}_seed{seed}", group=group, seed=seed, config=config, split=split, budget=_budget(args))
+
+
+def method_runs(args: argparse.Namespace) -> list[RunSpec]:
+    """table1 and convergence: each method at window 1, seeds outermost (all methods of a seed
+    finish before the next seed starts, so an interrupted study has complete rows early)."""
+    split = random_split(seed=args.split_seed)
+    return [_spec(args, m, m, seed, split, network=m) for seed in args.seeds for m in args.methods]
+
+
+def blind_runs(args: argparse.Namespace) -> list[RunSpec]:
+    split = random_split(seed=args.split_seed)
+    return [_spec(args, f"blind_{m}", m, seed, split, network=m, window=BLIND_WINDOW) for seed in args.seeds for m in args.methods]
+
+
+def ablation_runs(args: argparse.Namespace) -> list[RunSpec]:
+    split, d = random_split(seed=args.split_seed), best_recipe()
+    specs = []
+    for seed in args.seeds:
+        for suffix, (label, l2, l3) in ABLATIONS.items():
+            weights = {"l2": d.l2 if l2 is None else l2, "l3": d.l3 if l3 is None else l3}
+            specs.append(_spec(args, f"synpo{suffix}", label, seed, split, **weights))
+    return specs
+
+
+def ratio_runs(args: argparse.Namespace) -> list[RunSpec]:
+    specs = []
+    for seed in args.seeds:
+        for fraction in args.fractions:
+            split = ratio_split(fraction, seed=args.split_seed)
+            specs.append(_spec(args, f"ratio{round(100 * fraction):02d}_synpo", f"{fraction:g}", seed, split))
+    return specs
+
+
+# --- the studies' outputs -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Context:
+    args: argparse.Namespace
+    folder: Path
+    command: str
+    started: float
+
+    def stem(self, study: str) -> Path:
+        return self.folder.with_name(f"{self.folder.name}_{study}")
+
+    def setup(self, results: Sequence[dict], extra: Sequence[str] = ()) -> list[str]:
+        args = self.args
+        threads = sorted({r["torch_threads"] for r in results})
+        cpus = sorted({r["cpu"] for r in results}) or [cpu_model()]
+        wall = sum(r["wall_seconds"] for r in results)
+        return [
+            f"- command: `{self.command}`",
+            f"- seeds: {' '.join(map(str, args.seeds))} (training seeds); split seed {args.split_seed}",
+            f"- recipe: best_recipe (relabelled seen tasks, compact encoder, feature_dim 1024, paper loss weights "
+            f"l1 0.01 l2 0.1 l3 0.001, Adam lr 1e-3 with a cosine schedule over the budget), "
+            f"{args.num_collectors} collectors, batches of {args.batch_size}, max {args.max_steps} steps",
+            f"- minutes per run: {args.minutes_per_run:g} (training; evaluation excluded); final evaluation "
+            f"{args.final_episodes} episodes per pair (greedy)",
+            f"- hardware: {', '.join(cpus)}; torch threads {', '.join(map(str, threads)) or torch.get_num_threads()}",
+            f"- total wall time: {format_duration(wall)} over {len(results)} runs (this invocation "
+            f"{format_duration(time.perf_counter() - self.started)}; skipped runs reuse stored results)",
+            "- mean ± std over seeds (population std); the paper's numbers: NeurIPS 2018 supplement, 3 seeds, 100 episodes per pair",
+            *extra,
+        ]
+
+
+def _by_group(specs: Sequence[RunSpec], results: Sequence[dict]) -> dict[str, tuple[dict, ...]]:
+    groups: dict[str, list[dict]] = {}
+    for spec, result in zip(specs, results, strict=True):
+        groups.setdefault(spec.group, []).append(result)
+    return {group: tuple(found) for group, found in groups.items()}
+
+
+def _method_section(title: str, methods: Sequence[str], groups: dict, paper: dict) -> Section:
+    return Section(title, tuple(TableRow(DISPLAY_NAMES[m], groups.get(m, ()), paper.get(m)) for m in methods))
+
+
+def report_table1(ctx: Context, specs: Sequence[RunSpec], results: Sequence[dict]) -> list[Path]:
+    methods = [m for m in TABLE1_METHODS if m in ctx.args.methods]
+    sections = [_method_section("Setting 1: 144 seen / 256 unseen pairs, window 1", methods, _by_group(specs, results), TABLE1)]
+    blind_specs = blind_runs(argparse.Namespace(**{**vars(ctx.args), "methods": list(BLIND_METHODS)}))
+    blind_found = [(s, r) for s in blind_specs if (r := _stored(s, ctx.folder)) is not None]
+    blind_groups = _by_group([s for s, _ in blind_found], [r for _, r in blind_found])
+    sections.append(_method_section("Blind agent: window 0 (runs of `reproduce blind`, if any)", BLIND_METHODS, blind_groups, BLIND))
+    all_results = [*results, *(r for _, r in blind_found)]
+    title = "Gridworld Table 1: SynPo and baselines, reproduced"
+    return list(write_tables(title, sections, ctx.setup(all_results), ctx.stem("table1")))
+
+
+def _stored(spec: RunSpec, folder: Path) -> dict | None:
+    try:
+        return load_result(spec, folder)
+    except StudyError:
+        return None  # a blind run with other settings does not belong in this table
+
+
+def report_blind(ctx: Context, specs: Sequence[RunSpec], results: Sequence[dict]) -> list[Path]:
+    methods = [m for m in BLIND_METHODS if m in ctx.args.methods] + [m for m in ctx.args.methods if m not in BLIND_METHODS]
+    sections = [_method_section("Blind agent: window 0, 144 seen / 256 unseen pairs", methods, _by_group(specs, results), BLIND)]
+    return list(write_tables("Gridworld blind agent, reproduced", sections, ctx.setup(results), ctx.stem("blind")))
+
+
+def report_ablation(ctx: Context, specs: Sequence[RunSpec], results: Sequence[dict]) -> list[Path]:
+    groups = _by_group(specs, results)
+    rows = tuple(TableRow(label, groups.get(label, ())) for label, _, _ in ABLATIONS.values())
+    note = ["- the paper shows this ablation as curves only (supplement figure); no paper numbers to compare"]
+    title = "Gridworld ablation: SynPo's disentanglement losses"
+    paths = list(write_tables(title, [Section("Final AvgSR", rows)], ctx.setup(results, note), ctx.stem("ablation")))
+    png = ctx.stem("ablation").with_suffix(".png")
+    plot_bands({label: load_curves(found, ctx.folder) for label, found in groups.items()}, png, title)
+    return [*paths, png]
+
+
+def report_ratio(ctx: Context, specs: Sequence[RunSpec], results: Sequence[dict]) -> list[Path]:
+    groups = _by_group(specs, results)
+    fractions = sorted({float(g) for g in groups})
+    rows = [(f, TableRow(f"{100 * f:.0f}% seen", groups[f"{f:g}"])) for f in fractions]
+    note = ["- ratio_split: 10 envs x 10 tasks, each env and task seen at least once; the paper shows this study as a figure only"]
+    section = Section("SynPo on 10 x 10 pairs by fraction of seen pairs", tuple(r for _, r in rows))
+    paths = list(write_tables("Gridworld seen-ratio study", [section], ctx.setup(results, note), ctx.stem("ratio")))
+    png = ctx.stem("ratio").with_suffix(".png")
+    plot_ratio(rows, png, "SynPo AvgSR vs fraction of seen pairs")
+    return [*paths, png]
+
+
+def report_convergence(ctx: Context, specs: Sequence[RunSpec], results: Sequence[dict]) -> list[Path]:
+    groups = _by_group(specs, results)
+    curves = {DISPLAY_NAMES[m]: load_curves(groups[m], ctx.folder) for m in ctx.args.methods}
+    png, csv_path = ctx.stem("convergence").with_suffix(".png"), ctx.stem("convergence").with_suffix(".csv")
+    plot_bands(curves, png, "AvgSR over training (window 1, 144/256 split)")
+    lines = ["method,train_minutes,seen_mean,seen_std,unseen_mean,unseen_std"]
+    for label, found in curves.items():
+        minutes, seen, seen_std = band(found, "seen_avg_success_rate")
+        _, unseen, unseen_std = band(found, "unseen_avg_success_rate")
+        columns = zip(minutes, seen, seen_std, unseen, unseen_std, strict=True)
+        lines += [f"{label},{m:.3f},{a:.2f},{b:.2f},{c:.2f},{d:.2f}" for m, a, b, c, d in columns]
+    csv_path.write_text("\n".join(lines) + "\n")
+    return [png, csv_path]
+
+
+Study = tuple[Callable[[argparse.Namespace], list[RunSpec]], Callable[[Context, Sequence[RunSpec], Sequence[dict]], list[Path]]]
+STUDIES: dict[str, Study] = {
+    "table1": (method_runs, report_table1),
+    "blind": (blind_runs, report_blind),
+    "ablation": (ablation_runs, report_ablation),
+    "ratio": (ratio_runs, report_ratio),
+    "convergence": (method_runs, report_convergence),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parser().parse_args(argv)
+    try:
+        validate(args)
+        make_runs, report = STUDIES[args.study]
+        specs = make_runs(args)
+    except (StudyError, SplitError) as err:
+        return _fail(str(err))
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    ctx = Context(args, Path(args.out), shlex.join(["python", "-m", "rllib_synpo.reproduce", *argv]), time.perf_counter())
+    try:
+        results = run_study(specs, ctx.folder)
+    except StudyError as err:
+        return _fail(str(err))
+    for path in report(ctx, specs, results):
+        print(f"wrote {path}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

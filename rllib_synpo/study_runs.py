@@ -1,0 +1,199 @@
+"""Runs of a reproduction study: one `RunSpec` per (configuration, seed), each trained with
+`rllib_synpo.budgeted.train_for_budget` and written under the study's output folder as
+``<name>.csv`` / ``.png`` (curve), ``.pt`` (weights) and ``<name>.json`` (the result, written
+last). A run whose result JSON exists is skipped, so an interrupted study resumes where it
+stopped; a result made with other settings is an error rather than silently reused."""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import torch
+from synpo_envs.splits import Split
+
+from rllib_synpo.budgeted import Budget, percent, train_for_budget
+from rllib_synpo.direct import DirectConfig, DirectImitation
+
+RESULT_VERSION = 1
+FINAL_KEYS = (
+    "seen_avg_success_rate", "unseen_avg_success_rate", "seen_avg_return", "unseen_avg_return",
+    "seen_first_pick_accuracy", "unseen_first_pick_accuracy",
+)
+
+
+class StudyError(ValueError):
+    """A study that cannot run as asked (e.g. an existing result made with other settings)."""
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One training run: ``name`` is its file stem (runs with the same name and settings are
+    the same run, shared between studies), ``group`` the row or curve it is averaged into."""
+
+    name: str
+    group: str
+    seed: int
+    config: DirectConfig
+    split: Split
+    budget: Budget
+
+    def settings(self) -> dict:
+        """Everything that decides the run's outcome (JSON-normalized), hardware aside."""
+        settings = {
+            "seed": self.seed, "config": asdict(self.config), "budget": asdict(self.budget),
+            "split": {"name": self.split.name, "seen": [list(p) for p in self.split.seen]},
+        }
+        return json.loads(json.dumps(settings))
+
+    def result_path(self, folder: Path) -> Path:
+        return folder / f"{self.name}.json"
+
+
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo on Linux)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def load_result(spec: RunSpec, folder: Path) -> dict | None:
+    """The stored result of ``spec``, None when it has not finished yet."""
+    path = spec.result_path(folder)
+    if not path.is_file():
+        return None
+    result = json.loads(path.read_text())
+    if result.get("settings") != spec.settings():
+        raise StudyError(
+            f"{path} holds a run made with other settings (e.g. minutes per run, episodes, batch); "
+            "use another --out folder or delete that file"
+        )
+    return result
+
+
+def check_results(specs: Sequence[RunSpec], folder: Path) -> None:
+    """Fails before any training when a stored result conflicts with ``specs``."""
+    for spec in specs:
+        load_result(spec, folder)
+
+
+class Progress:
+    """Progress lines: which run, training minute, current AvgSR and the estimated time left."""
+
+    def __init__(self, specs: Sequence[RunSpec], pending: int) -> None:
+        self.total, self.pending = len(specs), pending
+        self.finished_walls: list[float] = []
+        self.index, self.spec, self.run_start, self.last_row = 0, None, 0.0, None
+
+    def start(self, index: int, spec: RunSpec) -> None:
+        self.index, self.spec, self.run_start, self.last_row = index, spec, time.perf_counter(), None
+        print(f"[run {index}/{self.total}] {spec.name}: training {spec.budget.minutes:g} min", flush=True)
+
+    def skip(self, index: int, spec: RunSpec) -> None:
+        print(f"[run {index}/{self.total}] {spec.name}: result exists, skipped", flush=True)
+
+    def on_eval(self, row: dict) -> None:
+        self.last_row = row
+        self._line(row["train_minutes"] * 60, f"eval {row['eval_seconds']:.0f} s, {row['episodes_per_pair']}/pair")
+
+    def on_heartbeat(self, train_seconds: float) -> None:
+        self._line(train_seconds, "training")
+
+    def finish(self) -> None:
+        self.finished_walls.append(time.perf_counter() - self.run_start)
+        self.pending -= 1
+
+    def _line(self, train_seconds: float, what: str) -> None:
+        row = self.last_row
+        if row is None:
+            scores = "no evaluation yet"
+        else:
+            seen, unseen = (percent(row.get(f"{k}_avg_success_rate")) for k in ("seen", "unseen"))
+            scores = f"seen {seen:.1f}% unseen {unseen:.1f}%"
+        print(
+            f"[run {self.index}/{self.total}] {self.spec.name}: minute {train_seconds / 60:.1f}/"
+            f"{self.spec.budget.minutes:g}, {scores} ({what}), "
+            f"about {format_duration(self.seconds_left(train_seconds))} left",
+            flush=True,
+        )
+
+    def seconds_left(self, train_seconds: float) -> float:
+        """This run's remaining wall time (evaluation overhead scaled from what it has cost so
+        far, the final evaluation from the last periodic one) plus the runs still to go (each
+        like the finished ones, else like this one)."""
+        budget = self.spec.budget
+        wall = time.perf_counter() - self.run_start
+        total_train = budget.minutes * 60
+        this_run = total_train if train_seconds <= 0 else wall * total_train / train_seconds
+        row = self.last_row
+        if row is not None and row["episodes_per_pair"] == budget.eval_episodes:
+            this_run += row["eval_seconds"] * budget.final_episodes / budget.eval_episodes
+        later = sum(self.finished_walls) / len(self.finished_walls) if self.finished_walls else this_run
+        return max(this_run - wall, 0.0) + (self.pending - 1) * later
+
+
+def format_duration(seconds: float) -> str:
+    minutes = round(seconds / 60)
+    return f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{seconds / 60:.1f} min"
+
+
+def run_study(specs: Sequence[RunSpec], folder: Path) -> list[dict]:
+    """Trains every run of ``specs`` without a stored result (in order) and returns all
+    results, in the order of ``specs``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    check_results(specs, folder)
+    progress = Progress(specs, pending=sum(load_result(s, folder) is None for s in specs))
+    results = []
+    for index, spec in enumerate(specs, start=1):
+        result = load_result(spec, folder)
+        if result is None:
+            progress.start(index, spec)
+            result = train_run(spec, folder, progress)
+            progress.finish()
+        else:
+            progress.skip(index, spec)
+        results.append(result)
+    return results
+
+
+def train_run(spec: RunSpec, folder: Path, progress: Progress | None = None) -> dict:
+    """Trains one run and stores its result JSON (written last: it marks the run finished)."""
+    start = time.perf_counter()
+    trainer = DirectImitation(spec.config, list(spec.split.seen), seed=spec.seed)
+    rows = train_for_budget(
+        trainer, spec.budget, spec.split, spec.split.all_pairs, folder / spec.name,
+        report=progress.on_eval if progress else lambda row: None,
+        heartbeat=progress.on_heartbeat if progress else None,
+    )
+    final = rows[-1]
+    result = {
+        "version": RESULT_VERSION,
+        "name": spec.name,
+        "group": spec.group,
+        "seed": spec.seed,
+        "settings": spec.settings(),
+        "final": {key: final.get(key) for key in FINAL_KEYS},
+        "episodes_per_pair": final["episodes_per_pair"],
+        "train_minutes": final["train_minutes"],
+        "updates": final["updates"],
+        "states": final["states"],
+        "eval_seconds": sum(row["eval_seconds"] for row in rows),
+        "wall_seconds": time.perf_counter() - start,
+        "torch_threads": torch.get_num_threads(),
+        "cpu": cpu_model(),
+        "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    path = spec.result_path(folder)
+    partial = path.with_suffix(".json.partial")
+    partial.write_text(json.dumps(result, indent=1))
+    partial.replace(path)
+    return result

@@ -1,0 +1,137 @@
+"""``python -m rllib_synpo.reproduce`` with tiny budgets: table1 end to end (table, paper columns,
+skip on rerun), bad input, and the other studies sharing the same run folder."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from rllib_synpo.paper_numbers import BLIND, TABLE1
+from rllib_synpo.reproduce import main
+
+ROOT = Path(__file__).resolve().parents[2]
+# Tiny runs: 0.6 s of training, a small replay and batch, 5-step episodes, one final
+# evaluation of one episode per pair.
+TINY = [
+    "--minutes-per-run", "0.01", "--eval-minutes", "0.01", "--seeds", "0", "--final-episodes", "1",
+    "--num-collectors", "16", "--batch-size", "16", "--replay-capacity", "500", "--warmup-states", "32",
+    "--max-steps", "5",
+]
+METHODS = ["synpo", "sf"]
+
+
+def _reproduce(*args: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "rllib_synpo.reproduce", *args, "--threads", "1"]
+    return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def table1(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reproduce") / "gw"
+    result = _reproduce("table1", *TINY, "--methods", *METHODS, "--out", str(out))
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out, result.stdout
+
+
+def test_table1_writes_runs_and_the_table_beside_the_papers(table1):
+    out, stdout = table1
+    for name in ("synpo_seed0", "sf_seed0"):
+        assert {p.suffix for p in out.glob(f"{name}.*")} == {".csv", ".png", ".pt", ".json"}
+    assert "[run 1/2] synpo_seed0: minute" in stdout and "[run 2/2] sf_seed0" in stdout and "left" in stdout
+    table = pd.read_csv(out.with_name("gw_table1.csv"))
+    ours = table[table["section"].str.startswith("Setting 1")].set_index("method")
+    assert list(ours.index) == ["SF", "SynPo"] and (ours["seeds"] == 1).all()
+    for column in ("seen_avgsr_mean", "unseen_avgsr_mean", "seen_return_mean", "unseen_return_mean"):
+        assert ours[column].astype(float).notna().all(), column
+    assert ours.loc["SynPo", "paper_seen_avgsr_mean"] == TABLE1["synpo"].seen
+    assert ours.loc["SF", "paper_unseen_avgsr_std"] == TABLE1["sf"].unseen_std
+    blind = table[table["section"].str.startswith("Blind")].set_index("method")
+    assert blind.loc["MTL", "paper_seen_avgsr_mean"] == BLIND["mtl"].seen and (blind["seeds"] == 0).all()
+    markdown = out.with_name("gw_table1.md").read_text()
+    assert "| SynPo | 1 |" in markdown and "83.3 ± 0.5" in markdown and "paper unseen AvgSR %" in markdown
+    facts = ("- command: `python -m rllib_synpo.reproduce table1", "- seeds: 0", "- hardware: ", "torch threads 1",
+             "- minutes per run: 0.01", "- total wall time: ")
+    for fact in facts:
+        assert fact in markdown, fact
+
+
+def test_rerun_skips_finished_runs(table1):
+    out, _ = table1
+    stamps = {p.name: p.stat().st_mtime_ns for p in out.glob("*.json")}
+    result = _reproduce("table1", *TINY, "--methods", *METHODS, "--out", str(out))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.count("result exists, skipped") == 2 and "training" not in result.stdout
+    assert {p.name: p.stat().st_mtime_ns for p in out.glob("*.json")} == stamps
+
+
+def _exit_code(argv: list[str]) -> int:
+    try:
+        return main(argv)
+    except SystemExit as stop:  # argparse's own errors
+        return stop.code
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["table1", "--methods", "synpo", "dqn"], "unknown method 'dqn'"),
+        (["table1", "--seeds", "0", "-1"], "--seeds"),
+        (["table1", "--seeds", "0", "x"], "invalid int value"),
+        (["table1", "--minutes-per-run", "-5"], "--minutes-per-run must be > 0"),
+        (["ratio", "--fractions", "0.5", "1.5"], "--fractions"),
+        (["tables"], "invalid choice"),
+    ],
+)
+def test_bad_input_is_one_error_line_and_exit_2(argv, message, capsys, tmp_path):
+    assert _exit_code([*argv, "--out", str(tmp_path / "gw")] if argv != ["tables"] else argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and message in err, err
+    assert not (tmp_path / "gw").exists()
+
+
+def test_stored_results_with_other_settings_are_not_reused(table1, capsys):
+    out, _ = table1
+    changed = [*TINY, "--methods", *METHODS, "--out", str(out)]
+    changed[changed.index("--final-episodes") + 1] = "2"
+    assert _exit_code(["table1", *changed]) == 2
+    assert "other settings" in capsys.readouterr().err
+
+
+def test_blind_trains_window_0(table1):
+    out, _ = table1
+    assert main(["blind", *TINY, "--methods", "synpo", "--out", str(out)]) == 0
+    blind = json.loads((out / "blind_synpo_seed0.json").read_text())
+    assert blind["settings"]["config"]["env_kwargs"]["window"] == 0
+    assert "| SynPo | 1 |" in out.with_name("gw_blind.md").read_text()
+
+
+def test_ablation_reuses_table1s_full_model(table1, capsys):
+    out, _ = table1
+    assert main(["ablation", *TINY, "--out", str(out)]) == 0
+    assert "synpo_seed0: result exists, skipped" in capsys.readouterr().out
+    ablation = pd.read_csv(out.with_name("gw_ablation.csv"))
+    assert len(ablation) == 4 and (ablation["seeds"] == 1).all()
+    no_env = json.loads((out / "synpo_no_env_disentangle_seed0.json").read_text())["settings"]["config"]
+    assert (no_env["l2"], no_env["l3"]) == (0.0, 0.001)
+    assert out.with_name("gw_ablation.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_ratio_trains_on_10x10_splits(table1):
+    out, _ = table1
+    assert main(["ratio", *TINY, "--fractions", "0.2", "0.5", "--out", str(out)]) == 0
+    ratio = pd.read_csv(out.with_name("gw_ratio.csv"))
+    assert list(ratio["method"]) == ["20% seen", "50% seen"]
+    assert len(json.loads((out / "ratio20_synpo_seed0.json").read_text())["settings"]["split"]["seen"]) == 20
+    assert out.with_name("gw_ratio.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_convergence_plots_table1s_curves(table1, capsys):
+    out, _ = table1
+    assert main(["convergence", *TINY, "--out", str(out)]) == 0
+    assert "training" not in capsys.readouterr().out
+    curve = pd.read_csv(out.with_name("gw_convergence.csv"))
+    assert list(curve["method"]) == ["SynPo"] and curve["seen_mean"].between(0, 100).all()
+    assert out.with_name("gw_convergence.png").read_bytes()[:4] == b"\x89PNG"

@@ -1,0 +1,178 @@
+"""PPO fine-tuning from a real (tiny) SynPo imitation checkpoint: one iteration, the loaded-policy
+assertion, broken checkpoints, knobs, the tuned example and Tune."""
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from tests.rllib.conftest import TINY_MODEL, tiny_config
+
+AUX_LOSSES = ("env_disentangle_loss", "task_disentangle_loss", "reward_loss")
+MODULE_FILES = Path("learner_group") / "learner" / "rl_module" / "synpo"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_torch_thread():
+    """Small batches on a busy 2-core machine: one thread is ~5x faster than two."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def imitation_checkpoint(ray_session, tmp_path_factory) -> Path:
+    algo = tiny_config().build_algo()
+    try:
+        algo.train()
+        algo.train()
+        return Path(algo.save_to_path(tmp_path_factory.mktemp("imitation") / "ckpt"))
+    finally:
+        algo.stop()
+
+
+def tiny_ppo_config(checkpoint, **training):
+    from rllib_synpo.ppo import SynPoPPOConfig
+
+    config = SynPoPPOConfig().rl_module(model_config=dict(TINY_MODEL))
+    config.training(**{"imitation_checkpoint": str(checkpoint), "train_batch_size": 128, "minibatch_size": 64, "num_epochs": 1, **training})
+    return config.environment(env_config={"num_slots": 4}).debugging(seed=3)
+
+
+@pytest.fixture(scope="module")
+def ppo_algo(imitation_checkpoint):
+    algo = tiny_ppo_config(imitation_checkpoint, greedy_episodes_per_pair=1).build_algo()
+    yield algo
+    algo.stop()
+
+
+def _weights(module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in module.state_dict().items()}
+
+
+def test_one_iteration_from_the_imitation_checkpoint(ppo_algo, tmp_path):
+    from rllib_synpo.evaluate import load_checkpoint
+
+    algo = ppo_algo
+    assert algo.load_check["pairs"] == 144 and algo.load_check["episodes_per_pair"] == 1
+    env_config = algo.config.env_config
+    assert env_config["behaviour"] == "policy" and len(env_config["pairs"]) == 144
+    assert env_config["gridworld"] == {"max_steps": 60}  # the checkpoint's
+    optimizer = algo.learner_group._learner.get_optimizer("synpo")
+    assert isinstance(optimizer, torch.optim.RMSprop) and optimizer.param_groups[0]["weight_decay"] == 1e-4
+    before = _weights(algo.get_module("synpo"))
+    result = algo.train()
+    learner = result["learners"]["synpo"]
+    for name in ("policy_loss", "vf_loss", "entropy", *AUX_LOSSES):
+        assert np.isfinite(learner[name]), name
+    after = _weights(algo.get_module("synpo"))
+    assert any(not torch.equal(before[k], after[k]) for k in before)
+    evaluation = algo.evaluate()
+    assert evaluation["seen_pairs"] == 144 and evaluation["unseen_pairs"] == 256
+    path = algo.save_to_path(tmp_path / "ppo")
+    net, split, gridworld = load_checkpoint(path)  # `rllib evaluate` reads PPO checkpoints too
+    assert len(split.seen) == 144 and gridworld == {"max_steps": 60}
+    assert all(torch.equal(after[f"net.{k}"], v) for k, v in net.state_dict().items())
+
+
+def test_a_load_that_does_not_take_fails_loudly(imitation_checkpoint, monkeypatch):
+    from rllib_synpo.ppo import ImitationCheckpointError, SynPoPPO
+
+    monkeypatch.setattr(SynPoPPO, "restore_from_path", lambda self, *args, **kwargs: None)
+    with pytest.raises(ImitationCheckpointError, match="did not load .* tensor"):
+        tiny_ppo_config(imitation_checkpoint).build_algo()
+
+
+def test_the_greedy_evaluation_check_catches_a_different_policy(ppo_algo, imitation_checkpoint, monkeypatch):
+    from ray.rllib.core.rl_module.rl_module import RLModule
+
+    from rllib_synpo import ppo
+
+    other = RLModule.from_checkpoint(imitation_checkpoint / MODULE_FILES)
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for parameter in other.parameters():
+            parameter.add_(torch.randn(parameter.shape, generator=generator))
+    monkeypatch.setattr(ppo, "_state", lambda module: {})  # let it past the weight check
+    with pytest.raises(ppo.ImitationCheckpointError, match="greedy evaluation after loading"):
+        ppo.check_loaded_policy(ppo_algo, other, where="test")
+
+
+def test_a_mismatched_checkpoint_fails_loudly(imitation_checkpoint):
+    from rllib_synpo.ppo import ImitationCheckpointError
+
+    with pytest.raises(ImitationCheckpointError, match="could not load the imitation module .*size mismatch for net.env_embedding.weight"):
+        tiny_ppo_config(imitation_checkpoint).rl_module(model_config={**TINY_MODEL, "embedding_dim": 16}).build_algo()
+
+
+def test_a_corrupted_checkpoint_fails_loudly(imitation_checkpoint, tmp_path):
+    from rllib_synpo.ppo import ImitationCheckpointError
+
+    broken = Path(shutil.copytree(imitation_checkpoint, tmp_path / "broken"))
+    (broken / MODULE_FILES / "module_state.pkl").write_bytes(b"not a pickle")
+    with pytest.raises(ImitationCheckpointError, match="could not load the imitation module"):
+        tiny_ppo_config(broken).build_algo()
+
+
+@pytest.mark.parametrize(
+    "training, message",
+    [
+        ({"l2": -1.0}, "`l2` must be a number >= 0"),
+        ({"optimizer_type": "sgd"}, "`optimizer_type` must be one of"),
+        ({"weight_decay": -0.1}, "weight_decay"),
+        ({"load_check_episodes_per_pair": 0}, "load_check_episodes_per_pair"),
+        ({"imitation_checkpoint": "/nonexistent/run"}, "/nonexistent/run is not a SynPo checkpoint"),
+    ],
+)
+def test_validate_names_bad_knobs(imitation_checkpoint, training, message):
+    with pytest.raises(ValueError, match=message):
+        tiny_ppo_config(imitation_checkpoint, **training).validate()
+
+
+def test_validate_rejects_another_gridworld_or_the_expert(imitation_checkpoint):
+    config = tiny_ppo_config(imitation_checkpoint).environment(env_config={"gridworld": {"max_steps": 30}})
+    with pytest.raises(ValueError, match="differs from the imitation checkpoint's"):
+        config.validate()
+    config = tiny_ppo_config(imitation_checkpoint).environment(env_config={"behaviour": "expert"})
+    with pytest.raises(ValueError, match="behaviour must be 'policy'"):
+        config.validate()
+
+
+def _tuned_example(checkpoint, tmp_path) -> Path:
+    """The shipped PPO example, pointed at the tiny checkpoint (its model and gridworld)."""
+    shipped = Path(__file__).resolve().parents[2] / "tuned_examples" / "synpo_gridworld_ppo.yaml"
+    experiments = yaml.safe_load(shipped.read_text())
+    config = experiments["synpo-gridworld-ppo"]["config"]
+    config.update(imitation_checkpoint=str(checkpoint), model_config=TINY_MODEL, env_config={"num_slots": 4, "gridworld": {"max_steps": 60}})
+    path = tmp_path / "ppo.yaml"
+    path.write_text(yaml.safe_dump(experiments))
+    return path
+
+
+def test_the_tuned_example_is_valid(imitation_checkpoint, tmp_path):
+    from rllib_synpo.cli import load_experiments
+
+    experiments = load_experiments(_tuned_example(imitation_checkpoint, tmp_path))
+    spec = experiments["synpo-gridworld-ppo"]
+    assert spec["run"] == "SynPoPPO"
+    assert spec["config"]["optimizer_type"] == "rmsprop" and spec["config"]["lr"] == 2.5e-5 and spec["config"]["clip_param"] == 0.1
+
+
+def test_tune_runs_synpoppo_by_name(imitation_checkpoint, tmp_path):
+    from ray import tune
+
+    from rllib_synpo.cli import _translate, load_experiments
+
+    experiments = load_experiments(_tuned_example(imitation_checkpoint, tmp_path))
+    spec = experiments["synpo-gridworld-ppo"]
+    config = _translate(spec.pop("config"))
+    config.update(env=spec.pop("env"), train_batch_size=128, minibatch_size=64, num_epochs=1, evaluation_interval=None)
+    spec.update(config=config, stop={"training_iteration": 1}, storage_path=str(tmp_path / "runs"))
+    spec["checkpoint_config"] = {"checkpoint_at_end": True}
+    trials = tune.run_experiments(experiments, verbose=0)
+    assert [t.status for t in trials] == ["TERMINATED"]
+    assert list((tmp_path / "runs" / "synpo-gridworld-ppo").glob("*/checkpoint_*/synpo_meta.json"))
