@@ -17,7 +17,7 @@ for every task (-1 where the pair is not among ``pairs`` or the state is impossi
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
@@ -40,22 +40,36 @@ def shard_pairs(pairs: list, worker_index: int, num_workers: int) -> list:
     return share or list(pairs)  # more runners than pairs: runners repeat pairs
 
 
+class PairEnvOptions(NamedTuple):
+    config: dict
+    worker_index: int
+    num_workers: int
+    behaviour: str
+    epsilon: float
+
+
+def pair_env_options(config: dict | None, known_keys: set[str], env_name: str) -> PairEnvOptions:
+    """The checked options every pairs env shares (RLlib passes an EnvContext: a dict that also
+    knows which env runner builds the env)."""
+    worker_index = int(getattr(config, "worker_index", 0))
+    num_workers = int(getattr(config, "num_workers", 0))
+    config = dict(config or {})
+    unknown = sorted(set(config) - known_keys)
+    if unknown:
+        raise ValueError(f"unknown {env_name} config key(s) {unknown}; expected some of {sorted(known_keys)}")
+    behaviour = config.get("behaviour", "expert")
+    if behaviour not in BEHAVIOURS:
+        raise ValueError(f"behaviour {behaviour!r}; expected one of {BEHAVIOURS}")
+    epsilon = float(config.get("expert_epsilon", 0.0))
+    if not 0.0 <= epsilon <= 1.0:
+        raise ValueError(f"expert_epsilon must be in [0, 1], got {epsilon!r}")
+    return PairEnvOptions(config, worker_index, num_workers, behaviour, epsilon)
+
+
 class SynPoPairsEnv(MultiAgentEnv):
     def __init__(self, config: dict | None = None) -> None:
         super().__init__()
-        # RLlib passes an EnvContext: a dict that also knows which env runner builds the env.
-        worker_index = int(getattr(config, "worker_index", 0))
-        num_workers = int(getattr(config, "num_workers", 0))
-        config = dict(config or {})
-        unknown = sorted(set(config) - ENV_CONFIG_KEYS)
-        if unknown:
-            raise ValueError(f"unknown SynPoPairsEnv config key(s) {unknown}; expected some of {sorted(ENV_CONFIG_KEYS)}")
-        self.behaviour = config.get("behaviour", "expert")
-        if self.behaviour not in BEHAVIOURS:
-            raise ValueError(f"behaviour {self.behaviour!r}; expected one of {BEHAVIOURS}")
-        self.epsilon = float(config.get("expert_epsilon", 0.0))
-        if not 0.0 <= self.epsilon <= 1.0:
-            raise ValueError(f"expert_epsilon must be in [0, 1], got {self.epsilon!r}")
+        config, worker_index, num_workers, self.behaviour, self.epsilon = pair_env_options(config, ENV_CONFIG_KEYS, "SynPoPairsEnv")
         num_slots = int(config.get("num_slots", DEFAULT_NUM_SLOTS))
         gridworld = dict(config.get("gridworld", {}))
         pairs = config.get("pairs")

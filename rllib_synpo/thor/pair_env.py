@@ -45,7 +45,7 @@ from synpo_envs.thor.constants import (
 )
 from synpo_envs.thor.expert import NoPlanError, ThorExpert
 
-from rllib_synpo.pair_env import BEHAVIOURS, SEED_STRIDE, shard_pairs
+from rllib_synpo.pair_env import SEED_STRIDE, pair_env_options, shard_pairs
 from rllib_synpo.trajectories import FrameLayout
 
 THOR_PAIRS_ENV_NAME = "synpo_thor_pairs"  # the name it is registered under with Ray Tune
@@ -90,18 +90,9 @@ def _slot_seed(seed: int, slot: int) -> int:
 class ThorPairsEnv(MultiAgentEnv):
     def __init__(self, config: dict | None = None) -> None:
         super().__init__()
-        worker_index = int(getattr(config, "worker_index", 0))
-        num_workers = int(getattr(config, "num_workers", 0))
-        config = dict(config or {})
-        unknown = sorted(set(config) - THOR_ENV_CONFIG_KEYS)
-        if unknown:
-            raise ValueError(f"unknown ThorPairsEnv config key(s) {unknown}; expected some of {sorted(THOR_ENV_CONFIG_KEYS)}")
-        self.behaviour = config.get("behaviour", "expert")
-        if self.behaviour not in BEHAVIOURS:
-            raise ValueError(f"behaviour {self.behaviour!r}; expected one of {BEHAVIOURS}")
-        self.epsilon = float(config.get("expert_epsilon", 0.0))
-        if not 0.0 <= self.epsilon <= 1.0:
-            raise ValueError(f"expert_epsilon must be in [0, 1], got {self.epsilon!r}")
+        config, worker_index, num_workers, self.behaviour, self.epsilon = pair_env_options(
+            config, THOR_ENV_CONFIG_KEYS, "ThorPairsEnv"
+        )
         if config.get("relabel"):
             raise ValueError("relabel (relabel_seen_tasks) is gridworld-only; set it to False for THOR")
         num_slots = int(config.get("num_slots", DEFAULT_NUM_SLOTS))
