@@ -5,6 +5,17 @@ import pytest
 TINY_MODEL = {"encoder": "compact", "feature_dim": 16, "embedding_dim": 8, "basis_dim": 8, "hidden_dim": 16, "encoder_kwargs": {"width": 4}}
 
 
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Small batches on a busy 2-core machine: one torch thread is ~5x faster than two."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="session")
 def ray_session():
     import ray

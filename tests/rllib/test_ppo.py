@@ -15,13 +15,7 @@ AUX_LOSSES = ("env_disentangle_loss", "task_disentangle_loss", "reward_loss")
 MODULE_FILES = Path("learner_group") / "learner" / "rl_module" / "synpo"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    """Small batches on a busy 2-core machine: one thread is ~5x faster than two."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
