@@ -30,6 +30,8 @@ from rllib_synpo.budgeted import (
     train_for_budget,
 )
 from rllib_synpo.direct import DirectConfig, DirectImitation
+from rllib_synpo.networks import NETWORKS
+from rllib_synpo.networks.synpo import COEFFICIENT_FUNCTIONS
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -43,12 +45,20 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--final-episodes", type=int, default=100, help="episodes per pair, final evaluation")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     d = DirectConfig()
+    p.add_argument("--network", choices=sorted(NETWORKS), default=d.network, help="SynPo or a baseline")
     p.add_argument("--encoder", default=d.encoder)
     p.add_argument("--width", type=int, default=None, help="encoder width (compact encoder)")
     p.add_argument("--lr", type=float, default=d.lr)
     p.add_argument("--lr-schedule", choices=LR_SCHEDULES, default="constant",
                    help="cosine: decay the learning rate over the training budget to --lr-final x lr")
     p.add_argument("--lr-final", type=float, default=DEFAULT_LR_FINAL, help="final learning rate as a fraction of --lr (cosine)")
+    p.add_argument("--weight-decay", type=float, default=d.weight_decay, help="Adam weight decay (the paper: 1e-3)")
+    p.add_argument("--coefficient-dropout", type=float, default=0.0, help="SynPo: dropout on [e_task; e_env] into alpha, beta")
+    p.add_argument("--coefficient-weight-decay", type=float, default=None,
+                   help="weight decay of the embeddings and alpha/beta alone (default: --weight-decay)")
+    p.add_argument("--embedding-dim", type=int, default=d.embedding_dim)
+    p.add_argument("--coefficients", choices=COEFFICIENT_FUNCTIONS, default="mlp",
+                   help="SynPo's coefficient functions: the paper's MLP on [e_task; e_env], or a product of per-embedding MLPs")
     p.add_argument("--batch-size", type=int, default=d.batch_size)
     p.add_argument("--l1", type=float, default=d.l1)
     p.add_argument("--l2", type=float, default=d.l2)
@@ -69,11 +79,23 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _network_kwargs(args: argparse.Namespace) -> dict:
+    """SynPo-only options, passed only when they differ from the paper's (baselines lack them)."""
+    kwargs = {}
+    if args.coefficients != "mlp":
+        kwargs["coefficient_function"] = args.coefficients
+    if args.coefficient_dropout:
+        kwargs["coefficient_dropout"] = args.coefficient_dropout
+    return kwargs
+
+
 def _config(args: argparse.Namespace) -> DirectConfig:
     return DirectConfig(
+        network=args.network,
         encoder=args.encoder,
         encoder_kwargs={} if args.width is None else {"width": args.width},
-        lr=args.lr, batch_size=args.batch_size, l1=args.l1, l2=args.l2, l3=args.l3,
+        lr=args.lr, weight_decay=args.weight_decay, coefficient_weight_decay=args.coefficient_weight_decay, embedding_dim=args.embedding_dim,
+        network_kwargs=_network_kwargs(args), batch_size=args.batch_size, l1=args.l1, l2=args.l2, l3=args.l3,
         pick_weight=args.pick_weight, epsilon=args.epsilon, dagger=args.dagger,
         num_collectors=args.num_collectors, collect_every=args.collect_every,
         replay_capacity=args.replay_capacity, warmup_states=args.warmup_states, relabel_seen_tasks=args.relabel, feature_dim=args.feature_dim,

@@ -36,6 +36,7 @@ BEST_FEATURE_DIM = 1024
 EVAL_SEED_BASE = 10_000  # evaluation episodes are seeded 10,000 + updates so far
 RECENT_STEPS = 200  # training statistics of a row: the mean over the last updates
 HEARTBEAT_SECONDS = 60.0  # training seconds between `heartbeat` calls
+TASK_ACCURACY_STATES = 8192  # stored states scored for every task of their env at each evaluation
 
 
 def best_recipe(**overrides) -> DirectConfig:
@@ -92,7 +93,8 @@ def print_row(row: dict) -> None:
         f"[{row['train_minutes']:6.1f} min] updates {row['updates']:7d} states/s "
         f"{row['states'] / max(seconds, 1e-9):7.0f} acc {row.get('accuracy', float('nan')):.3f} "
         f"seen {percent(row['seen_avg_success_rate']):5.1f}% unseen {percent(row['unseen_avg_success_rate']):5.1f}% "
-        f"first-pick {percent(row['seen_first_pick_accuracy']):5.1f}% (eval {row['eval_seconds']:.0f} s, "
+        f"first-pick {percent(row['seen_first_pick_accuracy']):5.1f}% step acc. seen/unseen tasks "
+        f"{percent(row['seen_task_accuracy']):5.1f}/{percent(row['unseen_task_accuracy']):5.1f}% (eval {row['eval_seconds']:.0f} s, "
         f"{row['episodes_per_pair']}/pair)",
         flush=True,
     )
@@ -124,6 +126,8 @@ def plot_curve(rows: list[dict], path: Path, title: str) -> None:
     for name in ("seen", "unseen"):
         ax.plot(minutes, [percent(r[f"{name}_avg_success_rate"]) for r in rows], marker="o", label=f"{name} AvgSR")
     ax.plot(minutes, [percent(r["seen_first_pick_accuracy"]) for r in rows], ls="--", label="first-pick acc. (seen)")
+    for name in ("seen", "unseen"):
+        ax.plot(minutes, [percent(r[f"{name}_task_accuracy"]) for r in rows], ls=":", label=f"step acc. ({name} tasks)")
     ax.set(xlabel="training minutes", ylabel="%", title=title, ylim=(0, 100))
     ax.grid(alpha=0.3)
     ax.legend()
@@ -180,6 +184,7 @@ def _evaluation_row(trainer, budget: Budget, split: Split, pairs, train_seconds:
     row.update({k: float(np.mean([r[k] for r in recent])) for k in recent[0]} if recent else {})
     start = time.perf_counter()
     row.update(evaluate_greedy(trainer, split, pairs, episodes, seed=EVAL_SEED_BASE + trainer.updates))
+    row.update(trainer.task_accuracy(TASK_ACCURACY_STATES, np.random.default_rng(EVAL_SEED_BASE + trainer.updates)))
     row["eval_seconds"] = time.perf_counter() - start
     row["episodes_per_pair"] = episodes
     return row

@@ -43,8 +43,12 @@ class DirectConfig:
     encoder_kwargs: dict = field(default_factory=dict)
     feature_dim: int = 128
     embedding_dim: int = 128
+    network_kwargs: dict = field(default_factory=dict)  # further sizes/options of the network
     lr: float = 1e-3
     weight_decay: float = 0.0
+    # Weight decay of the embeddings and the coefficient functions alone (None: weight_decay):
+    # regularizes how environment and task combine without shrinking the state encoder.
+    coefficient_weight_decay: float | None = None
     batch_size: int = 256
     l1: float = 0.01  # reward loss
     l2: float = 0.1  # environment disentanglement
@@ -131,7 +135,7 @@ class StateReplay:
         where the episode ended, `NO_TRANSITION` on the appended successor rows themselves
         (they train every term but SF's TD term, whose target they have no successor for)."""
         if not self.track_successors:
-            return self._columns(rng.integers(self.size, size=count))
+            return self.rows(rng.integers(self.size, size=count))
         known = self.size - (0 if self._last_rows is None else len(self._last_rows))
         if known < 1:
             raise ValueError("no stored state has a known successor yet; collect another step first")
@@ -139,14 +143,15 @@ class StateReplay:
         rows = (oldest + rng.integers(known, size=count)) % self.capacity
         successors = self.next_index[rows]
         has_next = successors >= 0
-        batch = self._columns(np.concatenate([rows, successors[has_next]]))
+        batch = self.rows(np.concatenate([rows, successors[has_next]]))
         next_row = np.full(len(batch["obs"]), NO_TRANSITION, np.int64)
         next_row[:count] = NO_SUCCESSOR
         next_row[np.flatnonzero(has_next)] = count + np.arange(int(has_next.sum()))
         batch["next_row"] = next_row
         return batch
 
-    def _columns(self, rows: np.ndarray) -> dict[str, np.ndarray]:
+    def rows(self, rows: np.ndarray) -> dict[str, np.ndarray]:
+        """The stored columns at ``rows`` (indices into the buffer)."""
         return {name: getattr(self, name)[rows] for name in _COLUMNS}
 
 
@@ -180,6 +185,26 @@ def needs_successors(net: torch.nn.Module, config: DirectConfig) -> bool:
     return SF_TD_LOSS in getattr(net, "LOSS_TERMS", SYNPO_LOSS_TERMS) and config.sf_td_weight > 0
 
 
+COEFFICIENT_MODULES = ("env_embedding", "task_embedding", "alpha", "beta")  # what coefficient_weight_decay covers
+
+
+def parameter_groups(net: torch.nn.Module, config: DirectConfig) -> list[dict]:
+    """Adam parameter groups: `COEFFICIENT_MODULES` with ``coefficient_weight_decay``, the rest
+    with ``weight_decay``."""
+    coefficient_decay = config.weight_decay if config.coefficient_weight_decay is None else config.coefficient_weight_decay
+    coefficient, other = [], []
+    for name, parameter in net.named_parameters():
+        (coefficient if name.split(".")[0] in COEFFICIENT_MODULES else other).append(parameter)
+    return [
+        {"params": other, "weight_decay": config.weight_decay},
+        {"params": coefficient, "weight_decay": coefficient_decay},
+    ]
+
+
+def _mean_or_nan(values: np.ndarray) -> float:
+    return float(values.mean()) if values.size else float("nan")
+
+
 class DirectImitation:
     """Collect, store, update: one `step()` is a collection step plus an optimizer step."""
 
@@ -200,8 +225,9 @@ class DirectImitation:
             encoder_kwargs=config.encoder_kwargs,
             feature_dim=config.feature_dim,
             embedding_dim=config.embedding_dim,
+            **config.network_kwargs,
         )
-        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        self.optimizer = torch.optim.Adam(parameter_groups(self.net, config), lr=config.lr)
         track = needs_successors(self.net, config)
         if track and config.replay_capacity <= config.num_collectors:
             raise ValueError(
@@ -256,6 +282,27 @@ class DirectImitation:
         self.updates += 1
         self.states_trained += len(sample["obs"])  # with successors: the appended rows too
         return {name: float(value.detach()) for name, value in terms.items()}
+
+    def task_accuracy(self, count: int, rng: np.random.Generator) -> dict[str, float]:
+        """Greedy agreement with the expert on ``count`` stored states, for every task of each
+        state's environment, split by whether that (environment, task) pair is seen: the unseen
+        figure measures, one step at a time, how well the coefficients compose for pairs never
+        trained together (the expert is only queried here, never trained on). ``rng`` is separate
+        from training's generator, so measuring does not change the run."""
+        sample = self.replay.rows(rng.integers(self.replay.size, size=count))
+        labels, possible = self.env.grid_spec.task_expert_actions(sample["env_id"], sample["agent"], sample["treasures"])
+        was_training = self.net.training
+        with torch.no_grad():
+            self.net.eval()
+            out = self.net(torch.as_tensor(sample["obs"]), torch.as_tensor(sample["env_id"]), torch.as_tensor(sample["task_id"]))
+            greedy = self.net.task_logits(out.sa_features, torch.as_tensor(sample["env_id"])).argmax(-1).numpy()
+        self.net.train(was_training)
+        correct = greedy == labels
+        seen = self.seen_mask[sample["env_id"]]
+        return {
+            "seen_task_accuracy": _mean_or_nan(correct[possible & seen]),
+            "unseen_task_accuracy": _mean_or_nan(correct[possible & ~seen]),
+        }
 
     def set_lr(self, lr: float) -> None:
         """Learning rate of the next updates (schedules are driven by the caller)."""

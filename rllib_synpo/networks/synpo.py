@@ -32,6 +32,34 @@ def mlp(inputs: int, hidden: int, outputs: int) -> nn.Sequential:
     return nn.Sequential(nn.Linear(inputs, hidden), nn.ReLU(), nn.Linear(hidden, outputs))
 
 
+class ProductCoefficients(nn.Module):
+    """``f_task(e_task) * f_env(e_env)`` (elementwise) from the input ``[e_task; e_env]``: a
+    factorized coefficient function, each factor trained by every pair of its task
+    (environment). Not the paper's (a single MLP on the concatenation); on the gridworld it
+    composes worse than the paper's (results/learning_efficiency.md, findings 12-13)."""
+
+    def __init__(self, embedding_dim: int, hidden_dim: int, basis_dim: int) -> None:
+        super().__init__()
+        self.task = mlp(embedding_dim, hidden_dim, basis_dim)
+        self.env = mlp(embedding_dim, hidden_dim, basis_dim)
+
+    def forward(self, embeddings: torch.Tensor) -> torch.Tensor:
+        task, env = embeddings.chunk(2, dim=-1)
+        return self.task(task) * self.env(env)
+
+
+COEFFICIENT_FUNCTIONS = ("mlp", "product")  # "mlp": the paper's
+
+
+def make_coefficient_function(kind: str, embedding_dim: int, hidden_dim: int, basis_dim: int) -> nn.Module:
+    """alpha or beta: maps ``[e_task; e_env]`` to K coefficients."""
+    if kind == "mlp":
+        return mlp(2 * embedding_dim, hidden_dim, basis_dim)
+    if kind == "product":
+        return ProductCoefficients(embedding_dim, hidden_dim, basis_dim)
+    raise ValueError(f"unknown coefficient function {kind!r}; expected one of {COEFFICIENT_FUNCTIONS}")
+
+
 class SynPoNetwork(nn.Module):
     """Encoder + SynPo head. Sizes come from the arguments (the env's spaces and the config)."""
 
@@ -49,14 +77,18 @@ class SynPoNetwork(nn.Module):
         embedding_dim: int = 128,
         basis_dim: int = 128,
         hidden_dim: int = 512,
+        coefficient_function: str = "mlp",
+        coefficient_dropout: float = 0.0,
         encoder_kwargs: dict | None = None,
     ) -> None:
         super().__init__()
         self.encoder = make_encoder(encoder, obs_shape, feature_dim, **(encoder_kwargs or {}))
         self.env_embedding = nn.Embedding(num_envs, embedding_dim)
         self.task_embedding = nn.Embedding(num_tasks, embedding_dim)
-        self.alpha = mlp(2 * embedding_dim, hidden_dim, basis_dim)
-        self.beta = mlp(2 * embedding_dim, hidden_dim, basis_dim)
+        # Dropout on [e_task; e_env] where it enters alpha and beta (training only; not the paper's).
+        self.coefficient_dropout = nn.Dropout(coefficient_dropout)
+        self.alpha = make_coefficient_function(coefficient_function, embedding_dim, hidden_dim, basis_dim)
+        self.beta = make_coefficient_function(coefficient_function, embedding_dim, hidden_dim, basis_dim)
         # Theta_a for every action, scaled so sa features start with unit-order variance.
         self.basis = nn.Parameter(torch.randn(num_actions, feature_dim, basis_dim) / feature_dim**0.5)
         self.policy_bias = nn.Parameter(torch.zeros(num_actions))
@@ -75,8 +107,9 @@ class SynPoNetwork(nn.Module):
         psi = self.encoder(obs)
         embeddings = self.coefficients(env_id, task_id)
         sa = torch.einsum("nf,afk->nak", psi, self.basis)
-        logits = torch.einsum("nak,nk->na", sa, self.alpha(embeddings)) + self.policy_bias
-        reward = torch.einsum("nak,nk->na", sa, self.beta(embeddings)) + self.reward_bias
+        coefficient_inputs = self.coefficient_dropout(embeddings)
+        logits = torch.einsum("nak,nk->na", sa, self.alpha(coefficient_inputs)) + self.policy_bias
+        reward = torch.einsum("nak,nk->na", sa, self.beta(coefficient_inputs)) + self.reward_bias
         value = self.value_head(torch.cat([psi, embeddings], dim=-1)).squeeze(-1)
         return SynPoOutputs(logits=logits, reward=reward, sa_features=sa, value=value)
 
@@ -88,7 +121,7 @@ class SynPoNetwork(nn.Module):
             torch.arange(self.task_embedding.num_embeddings, device=env_id.device),
             indexing="ij",
         )
-        alpha = self.alpha(self.coefficients(envs, tasks))[env_id]
+        alpha = self.alpha(self.coefficient_dropout(self.coefficients(envs, tasks)))[env_id]
         return torch.einsum("nak,ntk->nta", sa_features, alpha) + self.policy_bias
 
     def disentangle_scores(self, sa_taken: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -23,7 +23,8 @@ def test_tiny_budget_writes_csv_png_and_meta(tmp_path, extra):
     assert result.returncode == 0, result.stderr[-2000:]
     curve = pd.read_csv(out.with_suffix(".csv"))
     assert len(curve) >= 2 and curve["updates"].is_monotonic_increasing
-    for column in ("seen_avg_success_rate", "unseen_avg_success_rate", "seen_first_pick_accuracy", "policy_loss"):
+    for column in ("seen_avg_success_rate", "unseen_avg_success_rate", "seen_first_pick_accuracy", "policy_loss",
+                   "seen_task_accuracy", "unseen_task_accuracy"):
         assert curve[column].between(0, 10).all(), column
     assert curve["episodes_per_pair"].iloc[-1] == 1
     assert out.with_suffix(".png").read_bytes()[:4] == b"\x89PNG"

@@ -319,6 +319,24 @@ def test_model_config_names_a_bad_network():
         check_model_config({"network": "transformer"})
 
 
+def test_coefficient_options_reach_synpo_and_are_refused_by_networks_without_them():
+    import synpo_envs
+
+    from rllib_synpo.networks.synpo import ProductCoefficients
+    from rllib_synpo.rl_module import check_model_config, network_from_spaces
+
+    env = synpo_envs.GridWorld()
+    net = network_from_spaces(env.observation_space, env.action_space, {"coefficient_function": "product", "coefficient_dropout": 0.5})
+    assert isinstance(net.alpha, ProductCoefficients) and net.coefficient_dropout.p == 0.5
+    assert "coefficient_dropout" not in check_model_config({"network": "mlp"})
+    with pytest.raises(ValueError, match=r"\['coefficient_dropout'\] applies to networks \['synpo', 'mtl'\] only, not 'sf'"):
+        check_model_config({"network": "sf", "coefficient_dropout": 0.3})
+    with pytest.raises(ValueError, match="unknown coefficient_function 'sum'"):
+        check_model_config({"coefficient_function": "sum"})
+    with pytest.raises(ValueError, match=r"coefficient_dropout must be in \[0, 1\), got 1.5"):
+        check_model_config({"coefficient_dropout": 1.5})
+
+
 @pytest.mark.parametrize("kind", ["mlp", "mtl", "modulenet", "sf"])
 def test_tuned_examples_differ_from_synpo_only_in_the_network(kind):
     import yaml

@@ -55,6 +55,32 @@ def test_policy_logits_are_the_bilinear_form():
     assert torch.allclose(out.logits, expected, atol=1e-5)
 
 
+def test_product_coefficients_multiply_a_task_factor_and_an_env_factor():
+    net = _net(coefficient_function="product")
+    obs, env_id, task_id = _inputs()
+    alpha = net.alpha(net.coefficients(env_id, task_id))
+    expected = net.alpha.task(net.task_embedding(task_id)) * net.alpha.env(net.env_embedding(env_id))
+    assert torch.allclose(alpha, expected)
+    assert net(obs, env_id, task_id).logits.shape == (6, 5)
+
+
+def test_coefficient_dropout_acts_in_training_only():
+    torch.manual_seed(0)
+    net = _net(coefficient_dropout=0.5)
+    inputs = _inputs()
+    assert not torch.allclose(net(*inputs).logits, net(*inputs).logits)  # fresh masks each call
+    net.eval()
+    obs, env_id, task_id = inputs
+    sa = torch.einsum("nf,afk->nak", net.encoder(obs), net.basis)
+    alpha = net.alpha(net.coefficients(env_id, task_id))
+    assert torch.allclose(net(*inputs).logits, torch.einsum("nak,nk->na", sa, alpha) + net.policy_bias, atol=1e-5)
+
+
+def test_unknown_coefficient_function_is_named():
+    with pytest.raises(ValueError, match="'sum'.*'mlp', 'product'"):
+        _net(coefficient_function="sum")
+
+
 def test_value_head_starts_at_zero():
     assert torch.all(_net()(*_inputs()).value == 0)
 

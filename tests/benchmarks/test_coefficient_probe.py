@@ -1,0 +1,36 @@
+"""The coefficient probe on a small saved network: every variant is scored, and fitting the
+unseen pairs' own coefficients (the oracle) beats leaving them untrained (per-pair)."""
+
+import re
+
+import pytest
+import torch
+
+from benchmarks.coefficient_probe import VARIANTS, main
+from rllib_synpo.networks import make_network
+
+
+@pytest.fixture
+def weights(tmp_path):
+    torch.manual_seed(0)
+    net = make_network("synpo", obs_shape=(12, 16, 16), num_actions=5, num_envs=20, num_tasks=20, feature_dim=16)
+    path = tmp_path / "run.pt"
+    torch.save(net.state_dict(), path)
+    return path
+
+
+def test_every_variant_is_scored_and_the_oracle_beats_no_sharing(weights, capsys):
+    argv = [str(weights), "--feature-dim", "16", "--states", "4000", "--collect-steps", "20", "--steps", "60", "--batch", "512"]
+    assert main(argv) == 0
+    scores = {}
+    for line in capsys.readouterr().out.splitlines()[1:]:
+        name, seen, unseen = re.match(r"(\S+)\s+seen\s+([\d.]+)%\s+unseen\s+([\d.]+)%", line).groups()
+        scores[name] = (float(seen), float(unseen))
+    assert list(scores) == list(VARIANTS)
+    assert all(0 <= value <= 100 for pair in scores.values() for value in pair)
+    assert scores["oracle"][1] > scores["per-pair"][1]
+
+
+def test_unknown_variant_is_named(weights):
+    with pytest.raises(SystemExit, match="'ridge'"):
+        main([str(weights), "--variants", "mlp,ridge"])

@@ -1,0 +1,58 @@
+"""The Ray-free trainer's composition diagnostic and optimizer groups, without Ray."""
+
+import numpy as np
+import pytest
+import torch
+
+from rllib_synpo.direct import COEFFICIENT_MODULES, DirectConfig, DirectImitation, parameter_groups
+
+SEEN = [(0, 0), (0, 1), (1, 1)]
+
+
+def _trainer(**overrides) -> DirectImitation:
+    config = DirectConfig(num_collectors=8, replay_capacity=512, warmup_states=64, batch_size=16, **overrides)
+    trainer = DirectImitation(config, SEEN, seed=0)
+    trainer.step()
+    return trainer
+
+
+def test_task_accuracy_splits_seen_and_unseen_tasks_and_leaves_training_untouched():
+    trainer = _trainer()
+    state = trainer.rng.bit_generator.state
+    first = trainer.task_accuracy(256, np.random.default_rng(1))
+    assert set(first) == {"seen_task_accuracy", "unseen_task_accuracy"}
+    assert all(0 <= value <= 1 for value in first.values())
+    assert trainer.task_accuracy(256, np.random.default_rng(1)) == first  # same generator, same figure
+    assert trainer.rng.bit_generator.state == state  # training's draws are not consumed
+    assert trainer.net.training
+
+
+def test_task_accuracy_is_one_for_a_network_that_copies_the_expert(monkeypatch):
+    trainer = _trainer()
+    sample_columns, spec, scored = trainer.replay.rows, trainer.env.grid_spec, {}
+
+    def columns(rows):  # remember the expert's labels of the states being scored
+        sample = sample_columns(rows)
+        scored["labels"], _ = spec.task_expert_actions(sample["env_id"], sample["agent"], sample["treasures"])
+        return sample
+
+    monkeypatch.setattr(trainer.replay, "rows", columns)
+    monkeypatch.setattr(trainer.net, "forward", lambda obs, env_id, task_id: type("Out", (), {"sa_features": None}))
+    monkeypatch.setattr(trainer.net, "task_logits", lambda sa, env_id: torch.nn.functional.one_hot(torch.as_tensor(scored["labels"]), 5))
+    assert trainer.task_accuracy(128, np.random.default_rng(0)) == {"seen_task_accuracy": 1.0, "unseen_task_accuracy": 1.0}
+
+
+def test_coefficient_weight_decay_covers_embeddings_and_coefficients_only():
+    trainer = _trainer(weight_decay=1e-4, coefficient_weight_decay=1e-2)
+    other, coefficient = trainer.optimizer.param_groups
+    assert (other["weight_decay"], coefficient["weight_decay"]) == (1e-4, 1e-2)
+    names = {id(p): n for n, p in trainer.net.named_parameters()}
+    assert {names[id(p)].split(".")[0] for p in coefficient["params"]} == set(COEFFICIENT_MODULES)
+    assert "encoder" in {names[id(p)].split(".")[0] for p in other["params"]}
+
+
+@pytest.mark.parametrize("coefficient_weight_decay, expected", [(None, 3e-3), (0.0, 0.0)])
+def test_coefficient_weight_decay_defaults_to_the_weight_decay(coefficient_weight_decay, expected):
+    trainer = _trainer()
+    config = DirectConfig(weight_decay=3e-3, coefficient_weight_decay=coefficient_weight_decay)
+    assert [g["weight_decay"] for g in parameter_groups(trainer.net, config)] == [3e-3, expected]
