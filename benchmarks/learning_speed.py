@@ -31,6 +31,7 @@ from rllib_synpo.budgeted import (
 )
 from rllib_synpo.direct import DirectConfig, DirectImitation
 from rllib_synpo.networks import NETWORKS
+from rllib_synpo.networks.factory import COEFFICIENT_NETWORKS
 from rllib_synpo.networks.synpo import COEFFICIENT_FUNCTIONS
 
 
@@ -86,6 +87,8 @@ def _network_kwargs(args: argparse.Namespace) -> dict:
         kwargs["coefficient_function"] = args.coefficients
     if args.coefficient_dropout:
         kwargs["coefficient_dropout"] = args.coefficient_dropout
+    if kwargs and args.network not in COEFFICIENT_NETWORKS:
+        raise SystemExit(f"--coefficients/--coefficient-dropout apply to networks {list(COEFFICIENT_NETWORKS)} only, not {args.network!r}")
     return kwargs
 
 

@@ -25,6 +25,7 @@ from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 
 from rllib_synpo.networks import ENCODERS, NETWORKS, SynPoOutputs, make_network
+from rllib_synpo.networks.factory import COEFFICIENT_NETWORKS
 from rllib_synpo.networks.synpo import COEFFICIENT_FUNCTIONS
 
 # Extra outputs of the training forward pass, read by the learner.
@@ -44,7 +45,6 @@ DEFAULT_MODEL_CONFIG = {
 # Options of SynPo's coefficient functions (alpha, beta), for the networks built on them;
 # the defaults are the paper's. Other networks refuse a non-default value.
 COEFFICIENT_MODEL_CONFIG = {"coefficient_function": "mlp", "coefficient_dropout": 0.0}
-COEFFICIENT_NETWORKS = ("synpo", "mtl")
 # RLlib merges its own defaults into every model_config; those keys are not ours to check.
 # The observation entries the encoder reads (its ``INPUT_KEYS``): the gridworld's image stack or
 # THOR's frame features and held object; every observation also has env_id and task_id.

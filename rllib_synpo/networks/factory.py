@@ -25,6 +25,10 @@ NETWORKS: dict[str, type[nn.Module]] = {
     "sf": SuccessorFeatureNetwork,
 }
 
+# The networks built on SynPo's coefficient functions (they take `coefficient_function` and
+# `coefficient_dropout`; the others refuse them).
+COEFFICIENT_NETWORKS = ("synpo", "mtl")
+
 
 def make_network(kind: str, *, obs_shape: tuple[int, int, int], num_actions: int, num_envs: int, num_tasks: int, **sizes) -> nn.Module:
     """The network ``kind`` (one of `NETWORKS`) for these spaces; ``sizes`` are the shared model

@@ -39,3 +39,10 @@ def test_cosine_schedule_decays_from_lr_to_the_final_fraction():
     assert rates == pytest.approx([0.002, 0.0011, 0.0002, 0.0002])
     constant = _parser().parse_args(["--lr", "0.002"])
     assert scheduled_lr(constant, 0.7) == 0.002
+
+
+def test_coefficient_options_are_refused_for_networks_without_them():
+    from benchmarks.learning_speed import main
+
+    with pytest.raises(SystemExit, match=r"apply to networks \['synpo', 'mtl'\] only, not 'sf'"):
+        main(["--network", "sf", "--coefficient-dropout", "0.3"])
