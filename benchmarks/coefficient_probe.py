@@ -31,7 +31,7 @@ from torch import nn
 
 from rllib_synpo.budgeted import best_recipe
 from rllib_synpo.direct import DirectImitation
-from rllib_synpo.networks.synpo import COEFFICIENT_FUNCTIONS, make_coefficient_function
+from rllib_synpo.networks.synpo import COEFFICIENT_DEFAULTS, COEFFICIENT_FUNCTIONS, make_coefficient_function, pair_grid
 
 VARIANTS = ("trained", "oracle", "per-pair", "mlp", "mlp-dropout", "mlp-decay", "product")
 PROBE_EMBEDDING_DIM = 128  # the paper's embedding and hidden sizes for the fresh coefficient functions
@@ -64,9 +64,7 @@ class FreshCoefficients(nn.Module):
         self.function = make_coefficient_function(kind, PROBE_EMBEDDING_DIM, PROBE_HIDDEN_DIM, basis_dim)
 
     def forward(self) -> torch.Tensor:
-        envs, tasks = torch.meshgrid(
-            torch.arange(self.env_embedding.num_embeddings), torch.arange(self.task_embedding.num_embeddings), indexing="ij"
-        )
+        envs, tasks = pair_grid(self.env_embedding.num_embeddings, self.task_embedding.num_embeddings)
         return self.function(self.dropout(torch.cat([self.task_embedding(tasks), self.env_embedding(envs)], dim=-1)))
 
 
@@ -80,10 +78,7 @@ class Probe:
         net = trainer.net.eval()
         with torch.no_grad():
             self.sa = net(torch.as_tensor(rows["obs"]), torch.as_tensor(rows["env_id"]), torch.as_tensor(rows["task_id"])).sa_features
-            envs, tasks = torch.meshgrid(
-                torch.arange(net.env_embedding.num_embeddings), torch.arange(net.task_embedding.num_embeddings), indexing="ij"
-            )
-            self.trained_alpha = net.alpha(net.coefficients(envs, tasks))
+            self.trained_alpha = net.pair_coefficients()
         self.policy_bias = net.policy_bias.detach()
         self.env_id = torch.as_tensor(rows["env_id"])
         self.labels = torch.as_tensor(labels)
@@ -136,7 +131,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("weights")
     p.add_argument("--feature-dim", type=int, default=128)
     p.add_argument("--encoder", default="compact")
-    p.add_argument("--coefficients", choices=COEFFICIENT_FUNCTIONS, default="mlp", help="the saved network's")
+    p.add_argument("--coefficients", choices=COEFFICIENT_FUNCTIONS, default=COEFFICIENT_DEFAULTS["coefficient_function"],
+                   help="the saved network's")
     p.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated, from {VARIANTS}")
     p.add_argument("--states", type=int, default=30_000, help="stored states: half fit, half score")
     p.add_argument("--collect-steps", type=int, default=160, help="expert collection steps (256 states each)")
@@ -157,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"unknown variant(s) {unknown}; expected some of {list(VARIANTS)}")
     torch.set_num_threads(args.threads)
     split = random_split(seed=args.split_seed)
-    network_kwargs = {} if args.coefficients == "mlp" else {"coefficient_function": args.coefficients}
+    network_kwargs = {} if args.coefficients == COEFFICIENT_DEFAULTS["coefficient_function"] else {"coefficient_function": args.coefficients}
     config = best_recipe(feature_dim=args.feature_dim, encoder=args.encoder, network_kwargs=network_kwargs)
     trainer = DirectImitation(config, list(split.seen), seed=args.seed)
     trainer.net.load_state_dict(torch.load(args.weights))

@@ -32,7 +32,7 @@ from rllib_synpo.budgeted import (
 from rllib_synpo.direct import DirectConfig, DirectImitation
 from rllib_synpo.networks import NETWORKS
 from rllib_synpo.networks.factory import COEFFICIENT_NETWORKS
-from rllib_synpo.networks.synpo import COEFFICIENT_FUNCTIONS
+from rllib_synpo.networks.synpo import COEFFICIENT_DEFAULTS, COEFFICIENT_FUNCTIONS
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -54,11 +54,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="cosine: decay the learning rate over the training budget to --lr-final x lr")
     p.add_argument("--lr-final", type=float, default=DEFAULT_LR_FINAL, help="final learning rate as a fraction of --lr (cosine)")
     p.add_argument("--weight-decay", type=float, default=d.weight_decay, help="Adam weight decay (the paper: 1e-3)")
-    p.add_argument("--coefficient-dropout", type=float, default=0.0, help="SynPo: dropout on [e_task; e_env] into alpha, beta")
+    p.add_argument("--coefficient-dropout", type=float, default=COEFFICIENT_DEFAULTS["coefficient_dropout"], help="SynPo: dropout on [e_task; e_env] into alpha, beta")
     p.add_argument("--coefficient-weight-decay", type=float, default=None,
                    help="weight decay of the embeddings and alpha/beta alone (default: --weight-decay)")
     p.add_argument("--embedding-dim", type=int, default=d.embedding_dim)
-    p.add_argument("--coefficients", choices=COEFFICIENT_FUNCTIONS, default="mlp",
+    p.add_argument("--coefficients", choices=COEFFICIENT_FUNCTIONS, default=COEFFICIENT_DEFAULTS["coefficient_function"],
                    help="SynPo's coefficient functions: the paper's MLP on [e_task; e_env], or a product of per-embedding MLPs")
     p.add_argument("--batch-size", type=int, default=d.batch_size)
     p.add_argument("--l1", type=float, default=d.l1)
@@ -82,11 +82,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _network_kwargs(args: argparse.Namespace) -> dict:
     """SynPo-only options, passed only when they differ from the paper's (baselines lack them)."""
-    kwargs = {}
-    if args.coefficients != "mlp":
-        kwargs["coefficient_function"] = args.coefficients
-    if args.coefficient_dropout:
-        kwargs["coefficient_dropout"] = args.coefficient_dropout
+    options = {"coefficient_function": args.coefficients, "coefficient_dropout": args.coefficient_dropout}
+    kwargs = {key: value for key, value in options.items() if value != COEFFICIENT_DEFAULTS[key]}
     if kwargs and args.network not in COEFFICIENT_NETWORKS:
         raise SystemExit(f"--coefficients/--coefficient-dropout apply to networks {list(COEFFICIENT_NETWORKS)} only, not {args.network!r}")
     return kwargs

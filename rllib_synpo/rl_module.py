@@ -26,7 +26,7 @@ from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 
 from rllib_synpo.networks import ENCODERS, NETWORKS, SynPoOutputs, make_network
 from rllib_synpo.networks.factory import COEFFICIENT_NETWORKS
-from rllib_synpo.networks.synpo import COEFFICIENT_FUNCTIONS
+from rllib_synpo.networks.synpo import COEFFICIENT_DEFAULTS, COEFFICIENT_FUNCTIONS
 
 # Extra outputs of the training forward pass, read by the learner.
 REWARD_PREDICTIONS = "synpo_reward_predictions"
@@ -42,9 +42,6 @@ DEFAULT_MODEL_CONFIG = {
     "basis_dim": 128,
     "hidden_dim": 512,
 }
-# Options of SynPo's coefficient functions (alpha, beta), for the networks built on them;
-# the defaults are the paper's. Other networks refuse a non-default value.
-COEFFICIENT_MODEL_CONFIG = {"coefficient_function": "mlp", "coefficient_dropout": 0.0}
 # RLlib merges its own defaults into every model_config; those keys are not ours to check.
 # The observation entries the encoder reads (its ``INPUT_KEYS``): the gridworld's image stack or
 # THOR's frame features and held object; every observation also has env_id and task_id.
@@ -55,22 +52,23 @@ _RLLIB_MODEL_KEYS = {field.name for field in dataclasses.fields(DefaultModelConf
 
 
 def check_model_config(model_config: dict[str, Any]) -> dict[str, Any]:
-    ours = {**DEFAULT_MODEL_CONFIG, **COEFFICIENT_MODEL_CONFIG}
+    ours = {**DEFAULT_MODEL_CONFIG, **COEFFICIENT_DEFAULTS}
     unknown = sorted(set(model_config) - set(ours) - _RLLIB_MODEL_KEYS)
     if unknown:
         raise ValueError(f"unknown SynPo model_config key(s) {unknown}; expected some of {sorted(ours)}")
     checked = {key: model_config.get(key, default) for key, default in DEFAULT_MODEL_CONFIG.items()}
-    coefficient_options = {key: model_config.get(key, default) for key, default in COEFFICIENT_MODEL_CONFIG.items()}
+    coefficient_options = {key: model_config.get(key, default) for key, default in COEFFICIENT_DEFAULTS.items()}
     if coefficient_options["coefficient_function"] not in COEFFICIENT_FUNCTIONS:
         raise ValueError(
             f"unknown coefficient_function {coefficient_options['coefficient_function']!r}; expected one of {list(COEFFICIENT_FUNCTIONS)}"
         )
     if not 0 <= coefficient_options["coefficient_dropout"] < 1:
         raise ValueError(f"coefficient_dropout must be in [0, 1), got {coefficient_options['coefficient_dropout']!r}")
+    # SynPo's coefficient options reach the networks built on them; others refuse a non-default.
     if checked["network"] in COEFFICIENT_NETWORKS:
         checked.update(coefficient_options)
-    elif coefficient_options != COEFFICIENT_MODEL_CONFIG:
-        changed = sorted(key for key, value in coefficient_options.items() if value != COEFFICIENT_MODEL_CONFIG[key])
+    elif coefficient_options != COEFFICIENT_DEFAULTS:
+        changed = sorted(key for key, value in coefficient_options.items() if value != COEFFICIENT_DEFAULTS[key])
         raise ValueError(
             f"model_config {changed} applies to networks {list(COEFFICIENT_NETWORKS)} only, not {checked['network']!r}"
         )

@@ -49,6 +49,15 @@ class ProductCoefficients(nn.Module):
 
 
 COEFFICIENT_FUNCTIONS = ("mlp", "product")  # "mlp": the paper's
+# The coefficient options of `SynPoNetwork` (and MTL) and their defaults: the paper's.
+COEFFICIENT_DEFAULTS = {"coefficient_function": "mlp", "coefficient_dropout": 0.0}
+
+
+def pair_grid(num_envs: int, num_tasks: int, device: torch.device | str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(env ids, task ids), each (num_envs, num_tasks): every (env, task) pair."""
+    return torch.meshgrid(
+        torch.arange(num_envs, device=device), torch.arange(num_tasks, device=device), indexing="ij"
+    )
 
 
 def make_coefficient_function(kind: str, embedding_dim: int, hidden_dim: int, basis_dim: int) -> nn.Module:
@@ -113,15 +122,15 @@ class SynPoNetwork(nn.Module):
         value = self.value_head(torch.cat([psi, embeddings], dim=-1)).squeeze(-1)
         return SynPoOutputs(logits=logits, reward=reward, sa_features=sa, value=value)
 
+    def pair_coefficients(self, device: torch.device | str | None = None) -> torch.Tensor:
+        """(E, T, K): alpha of every (env, task) pair (one coefficient pass per pair)."""
+        envs, tasks = pair_grid(self.env_embedding.num_embeddings, self.task_embedding.num_embeddings, device)
+        return self.alpha(self.coefficient_dropout(self.coefficients(envs, tasks)))
+
     def task_logits(self, sa_features: torch.Tensor, env_id: torch.Tensor) -> torch.Tensor:
         """(N, T, A): the policy logits of every task in each row's environment, from the
-        state-action features of `forward` (one coefficient MLP pass per (env, task) pair)."""
-        envs, tasks = torch.meshgrid(
-            torch.arange(self.env_embedding.num_embeddings, device=env_id.device),
-            torch.arange(self.task_embedding.num_embeddings, device=env_id.device),
-            indexing="ij",
-        )
-        alpha = self.alpha(self.coefficient_dropout(self.coefficients(envs, tasks)))[env_id]
+        state-action features of `forward`."""
+        alpha = self.pair_coefficients(env_id.device)[env_id]
         return torch.einsum("nak,ntk->nta", sa_features, alpha) + self.policy_bias
 
     def disentangle_scores(self, sa_taken: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
