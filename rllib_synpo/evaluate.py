@@ -26,10 +26,11 @@ class CheckpointError(ValueError):
 
 def find_checkpoint(path: str | Path) -> Path:
     """``path`` itself when it is a SynPo checkpoint, else the newest checkpoint under it (an
-    experiment or trial folder of ``rllib train file``)."""
+    experiment or trial folder of ``rllib train file``); absolute, because RLlib reads a
+    relative checkpoint path as a URI and fails."""
     from rllib_synpo.algorithm import META_FILE
 
-    path = Path(path)
+    path = Path(path).expanduser().resolve()
     if (path / META_FILE).is_file():
         return path
     found = sorted((p.parent for p in path.glob(f"**/{META_FILE}")), key=lambda p: (p / META_FILE).stat().st_mtime)

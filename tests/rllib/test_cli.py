@@ -38,8 +38,8 @@ def _experiment(tmp_path, iterations=2, name="tiny"):
     return path
 
 
-def _run(*args, timeout=600):
-    return subprocess.run([*RLLIB, *args], capture_output=True, text=True, timeout=timeout)
+def _run(*args, timeout=600, cwd=None):
+    return subprocess.run([*RLLIB, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd)
 
 
 def _kill_session(session_id: int) -> None:
@@ -71,7 +71,8 @@ def test_train_file_then_evaluate(tmp_path):
     summary = json.loads((evaluation / "summary.json").read_text())
     assert summary["seen"]["pairs"] == 144 and 0 <= summary["unseen"]["avg_success_rate"] <= 1
     assert (evaluation / "heatmap.png").read_bytes()[:4] == b"\x89PNG"
-    out = _run("evaluate", str(storage), "--episodes-per-pair", "1", "--pairs", "seen", "--sample", "--out", str(tmp_path / "sampled"))
+    # A relative checkpoint path, as in the README's main job (RLlib reads it as a URI otherwise).
+    out = _run("evaluate", "results", "--episodes-per-pair", "1", "--pairs", "seen", "--sample", "--out", "sampled", cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     summary = json.loads((tmp_path / "sampled" / "summary.json").read_text())
     assert summary["policy"] == "sampled" and summary["unseen"]["pairs"] == 0 and summary["unseen"]["avg_success_rate"] is None
