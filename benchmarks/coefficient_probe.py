@@ -133,6 +133,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--encoder", default="compact")
     p.add_argument("--coefficients", choices=COEFFICIENT_FUNCTIONS, default=COEFFICIENT_DEFAULTS["coefficient_function"],
                    help="the saved network's")
+    p.add_argument("--normalize-embeddings", action="store_true", help="the saved network's (unit-length embeddings)")
     p.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated, from {VARIANTS}")
     p.add_argument("--states", type=int, default=30_000, help="stored states: half fit, half score")
     p.add_argument("--collect-steps", type=int, default=160, help="expert collection steps (256 states each)")
@@ -153,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"unknown variant(s) {unknown}; expected some of {list(VARIANTS)}")
     torch.set_num_threads(args.threads)
     split = random_split(seed=args.split_seed)
-    network_kwargs = {} if args.coefficients == COEFFICIENT_DEFAULTS["coefficient_function"] else {"coefficient_function": args.coefficients}
+    options = {"coefficient_function": args.coefficients, "normalize_embeddings": args.normalize_embeddings}
+    network_kwargs = {key: value for key, value in options.items() if value != COEFFICIENT_DEFAULTS[key]}
     config = best_recipe(feature_dim=args.feature_dim, encoder=args.encoder, network_kwargs=network_kwargs)
     trainer = DirectImitation(config, list(split.seen), seed=args.seed)
     trainer.net.load_state_dict(torch.load(args.weights))

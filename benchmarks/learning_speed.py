@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 import torch
-from synpo_envs.splits import Split, random_split
+from synpo_envs.splits import TRANSFER_SETTINGS, Split, random_split, transfer_split
 
 from rllib_synpo import budgeted
 from rllib_synpo.budgeted import (
@@ -30,9 +30,12 @@ from rllib_synpo.budgeted import (
     train_for_budget,
 )
 from rllib_synpo.direct import DirectConfig, DirectImitation
+from rllib_synpo.export import export_checkpoint
 from rllib_synpo.networks import NETWORKS
 from rllib_synpo.networks.factory import COEFFICIENT_NETWORKS
 from rllib_synpo.networks.synpo import COEFFICIENT_DEFAULTS, COEFFICIENT_FUNCTIONS
+
+SPLITS = ("paper", "transfer")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -57,6 +60,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--coefficient-dropout", type=float, default=COEFFICIENT_DEFAULTS["coefficient_dropout"], help="SynPo: dropout on [e_task; e_env] into alpha, beta")
     p.add_argument("--coefficient-weight-decay", type=float, default=None,
                    help="weight decay of the embeddings and alpha/beta alone (default: --weight-decay)")
+    p.add_argument("--normalize-embeddings", action="store_true",
+                   help="SynPo: unit-length e_task, e_env into alpha, beta (the authors' code option --norm)")
     p.add_argument("--embedding-dim", type=int, default=d.embedding_dim)
     p.add_argument("--coefficients", choices=COEFFICIENT_FUNCTIONS, default=COEFFICIENT_DEFAULTS["coefficient_function"],
                    help="SynPo's coefficient functions: the paper's MLP on [e_task; e_env], or a product of per-embedding MLPs")
@@ -77,15 +82,22 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--relabel", action="store_true", help="relabel states with every seen task of their env")
     p.add_argument("--feature-dim", type=int, default=d.feature_dim)
     p.add_argument("--pairs", default="split", help="'split' (144 seen) or 'e:t,e:t,...' to train on given pairs")
+    p.add_argument("--split", choices=SPLITS, default="paper",
+                   help="paper: the 144/256 split (--split-seed); transfer: P = envs 0-9 x tasks 0-9, the start of settings 2/3")
+    p.add_argument("--export", default=None, help="also write the trained network as a SynPo checkpoint folder (rllib evaluate/adapt, PPO)")
     return p
 
 
 def _network_kwargs(args: argparse.Namespace) -> dict:
     """SynPo-only options, passed only when they differ from the paper's (baselines lack them)."""
-    options = {"coefficient_function": args.coefficients, "coefficient_dropout": args.coefficient_dropout}
+    options = {
+        "coefficient_function": args.coefficients,
+        "coefficient_dropout": args.coefficient_dropout,
+        "normalize_embeddings": args.normalize_embeddings,
+    }
     kwargs = {key: value for key, value in options.items() if value != COEFFICIENT_DEFAULTS[key]}
     if kwargs and args.network not in COEFFICIENT_NETWORKS:
-        raise SystemExit(f"--coefficients/--coefficient-dropout apply to networks {list(COEFFICIENT_NETWORKS)} only, not {args.network!r}")
+        raise SystemExit(f"--coefficients/--coefficient-dropout/--normalize-embeddings apply to networks {list(COEFFICIENT_NETWORKS)} only, not {args.network!r}")
     return kwargs
 
 
@@ -117,11 +129,18 @@ def _budget(args: argparse.Namespace) -> Budget:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.split == "transfer" and args.pairs != "split":
+        raise SystemExit("--pairs and --split transfer both choose the trained pairs; give one")
+    if args.export and Path(args.export).exists():  # found out now, not after the training budget
+        raise SystemExit(f"--export {args.export} exists; name a new folder")
     if args.threads:
         torch.set_num_threads(args.threads)
-    split = random_split(seed=args.split_seed)
+    split = random_split(seed=args.split_seed) if args.split == "paper" else transfer_split(TRANSFER_SETTINGS[0])
     seen_pairs = list(split.seen)
-    if args.pairs != "split":  # a diagnostic run: evaluate on the environments trained on
+    if args.split == "transfer":  # the other pairs have untrained embeddings until adaptation
+        split = Split(split.num_envs, split.num_tasks, split.seen, name="transfer_P")
+        split_pairs = list(split.seen)
+    elif args.pairs != "split":  # a diagnostic run: evaluate on the environments trained on
         seen_pairs = [tuple(int(v) for v in item.split(":")) for item in args.pairs.split(",")]
         envs = sorted({e for e, _ in seen_pairs})
         split = Split(split.num_envs, split.num_tasks, tuple(seen_pairs), name="custom")
@@ -135,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     meta = {"argv": sys.argv, "config": trainer.describe(), "torch_threads": torch.get_num_threads()}
     out.with_suffix(".json").write_text(json.dumps(meta, indent=1))
     train_for_budget(trainer, _budget(args), split, split_pairs, out)
+    if args.export:
+        print("checkpoint:", export_checkpoint(trainer.net, config.model_config(), split, config.env_kwargs, args.export))
     return 0
 
 

@@ -66,6 +66,13 @@ class DirectConfig:
     # environment (an expert query, like DAgger; not in the paper).
     relabel_seen_tasks: bool = False
 
+    def model_config(self) -> dict:
+        """The RLModule ``model_config`` that builds this config's network."""
+        return {
+            "network": self.network, "encoder": self.encoder, "encoder_kwargs": dict(self.encoder_kwargs),
+            "feature_dim": self.feature_dim, "embedding_dim": self.embedding_dim, **self.network_kwargs,
+        }
+
 
 NO_SUCCESSOR = EPISODE_END  # next_index of a row whose episode ended at that step (and batch next_row)
 PENDING_SUCCESSOR = -2  # next_index of a row whose successor has not been collected yet

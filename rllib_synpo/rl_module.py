@@ -64,6 +64,8 @@ def check_model_config(model_config: dict[str, Any]) -> dict[str, Any]:
         )
     if not 0 <= coefficient_options["coefficient_dropout"] < 1:
         raise ValueError(f"coefficient_dropout must be in [0, 1), got {coefficient_options['coefficient_dropout']!r}")
+    if not isinstance(coefficient_options["normalize_embeddings"], bool):
+        raise ValueError(f"normalize_embeddings must be true or false, got {coefficient_options['normalize_embeddings']!r}")
     # SynPo's coefficient options reach the networks built on them; others refuse a non-default.
     if checked["network"] in COEFFICIENT_NETWORKS:
         checked.update(coefficient_options)

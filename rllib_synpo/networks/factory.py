@@ -25,8 +25,8 @@ NETWORKS: dict[str, type[nn.Module]] = {
     "sf": SuccessorFeatureNetwork,
 }
 
-# The networks built on SynPo's coefficient functions (they take `coefficient_function` and
-# `coefficient_dropout`; the others refuse them).
+# The networks built on SynPo's coefficient functions (they take the options of
+# `networks.synpo.COEFFICIENT_DEFAULTS`; the others refuse them).
 COEFFICIENT_NETWORKS = ("synpo", "mtl")
 
 

@@ -29,7 +29,7 @@ class MTLNetwork(SynPoNetwork):
 
     def coefficients(self, env_id: torch.Tensor, task_id: torch.Tensor) -> torch.Tensor:
         """[e_task; 0] for every row: the environment never reaches alpha, beta or the value."""
-        task = self.task_embedding(task_id)
+        task = self.embed(self.task_embedding, task_id)
         return torch.cat([task, torch.zeros_like(task)], dim=-1)
 
     def disentangle_scores(self, sa_taken: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

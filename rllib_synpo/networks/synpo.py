@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from rllib_synpo.losses import SYNPO_LOSS_TERMS
@@ -50,7 +51,7 @@ class ProductCoefficients(nn.Module):
 
 COEFFICIENT_FUNCTIONS = ("mlp", "product")  # "mlp": the paper's
 # The coefficient options of `SynPoNetwork` (and MTL) and their defaults: the paper's.
-COEFFICIENT_DEFAULTS = {"coefficient_function": "mlp", "coefficient_dropout": 0.0}
+COEFFICIENT_DEFAULTS = {"coefficient_function": "mlp", "coefficient_dropout": 0.0, "normalize_embeddings": False}
 
 
 def pair_grid(num_envs: int, num_tasks: int, device: torch.device | str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -88,6 +89,7 @@ class SynPoNetwork(nn.Module):
         hidden_dim: int = 512,
         coefficient_function: str = "mlp",
         coefficient_dropout: float = 0.0,
+        normalize_embeddings: bool = False,
         encoder_kwargs: dict | None = None,
     ) -> None:
         super().__init__()
@@ -96,6 +98,8 @@ class SynPoNetwork(nn.Module):
         self.task_embedding = nn.Embedding(num_tasks, embedding_dim)
         # Dropout on [e_task; e_env] where it enters alpha and beta (training only; not the paper's).
         self.coefficient_dropout = nn.Dropout(coefficient_dropout)
+        # The authors' code option `--norm`: unit-length embeddings where they enter alpha, beta.
+        self.normalize_embeddings = normalize_embeddings
         self.alpha = make_coefficient_function(coefficient_function, embedding_dim, hidden_dim, basis_dim)
         self.beta = make_coefficient_function(coefficient_function, embedding_dim, hidden_dim, basis_dim)
         # Theta_a for every action, scaled so sa features start with unit-order variance.
@@ -108,9 +112,14 @@ class SynPoNetwork(nn.Module):
         nn.init.zeros_(self.value_head.weight)  # PPO starts from the imitation policy's values
         nn.init.zeros_(self.value_head.bias)
 
+    def embed(self, table: nn.Embedding, ids: torch.Tensor) -> torch.Tensor:
+        """Rows of an embedding table, L2-normalized when ``normalize_embeddings``."""
+        rows = table(ids)
+        return F.normalize(rows, dim=-1) if self.normalize_embeddings else rows
+
     def coefficients(self, env_id: torch.Tensor, task_id: torch.Tensor) -> torch.Tensor:
         """[e_task; e_env] for every row (the input of alpha and beta)."""
-        return torch.cat([self.task_embedding(task_id), self.env_embedding(env_id)], dim=-1)
+        return torch.cat([self.embed(self.task_embedding, task_id), self.embed(self.env_embedding, env_id)], dim=-1)
 
     def forward(self, obs: torch.Tensor, env_id: torch.Tensor, task_id: torch.Tensor) -> SynPoOutputs:
         psi = self.encoder(obs)

@@ -10,10 +10,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.timeout(600)
-@pytest.mark.parametrize("extra", [[], ["--relabel", "--dagger", "0.5", "--lr-schedule", "cosine", "--pairs", "0:0,0:1,1:1"]])
-def test_tiny_budget_writes_csv_png_and_meta(tmp_path, extra):
-    out = tmp_path / "curve"
+def _run_tiny(out: Path, *extra: str) -> None:
     args = [
         "benchmarks/learning_speed.py", "--minutes", "0.05", "--eval-minutes", "0.025", "--eval-episodes", "1",
         "--final-episodes", "1", "--threads", "1", "--num-collectors", "32", "--batch-size", "32",
@@ -21,6 +18,13 @@ def test_tiny_budget_writes_csv_png_and_meta(tmp_path, extra):
     ]
     result = subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("extra", [[], ["--relabel", "--dagger", "0.5", "--lr-schedule", "cosine", "--pairs", "0:0,0:1,1:1"]])
+def test_tiny_budget_writes_csv_png_and_meta(tmp_path, extra):
+    out = tmp_path / "curve"
+    _run_tiny(out, *extra)
     curve = pd.read_csv(out.with_suffix(".csv"))
     assert len(curve) >= 2 and curve["updates"].is_monotonic_increasing
     for column in ("seen_avg_success_rate", "unseen_avg_success_rate", "seen_first_pick_accuracy", "policy_loss",
@@ -46,3 +50,18 @@ def test_coefficient_options_are_refused_for_networks_without_them():
 
     with pytest.raises(SystemExit, match=r"apply to networks \['synpo', 'mtl'\] only, not 'sf'"):
         main(["--network", "sf", "--coefficient-dropout", "0.3"])
+
+
+@pytest.mark.timeout(600)
+def test_transfer_split_run_exports_a_checkpoint_of_the_p_quadrant(tmp_path):
+    from rllib_synpo.evaluate import load_checkpoint
+
+    _run_tiny(tmp_path / "curve", "--split", "transfer", "--normalize-embeddings", "--export", str(tmp_path / "ckpt"))
+    curve = pd.read_csv(tmp_path / "curve.csv")
+    assert (curve["seen_pairs"] == 100).all() and (curve["unseen_pairs"] == 0).all()
+    net, split, _ = load_checkpoint(tmp_path / "ckpt")
+    assert set(split.seen) == {(e, t) for e in range(10) for t in range(10)} and net.normalize_embeddings
+    with pytest.raises(SystemExit, match="ckpt exists; name a new folder"):
+        from benchmarks.learning_speed import main
+
+        main(["--export", str(tmp_path / "ckpt")])

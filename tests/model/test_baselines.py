@@ -326,8 +326,8 @@ def test_coefficient_options_reach_synpo_and_are_refused_by_networks_without_the
     from rllib_synpo.rl_module import check_model_config, network_from_spaces
 
     env = synpo_envs.GridWorld()
-    net = network_from_spaces(env.observation_space, env.action_space, {"coefficient_function": "product", "coefficient_dropout": 0.5})
-    assert isinstance(net.alpha, ProductCoefficients) and net.coefficient_dropout.p == 0.5
+    net = network_from_spaces(env.observation_space, env.action_space, {"coefficient_function": "product", "coefficient_dropout": 0.5, "normalize_embeddings": True})
+    assert isinstance(net.alpha, ProductCoefficients) and net.coefficient_dropout.p == 0.5 and net.normalize_embeddings
     assert "coefficient_dropout" not in check_model_config({"network": "mlp"})
     with pytest.raises(ValueError, match=r"\['coefficient_dropout'\] applies to networks \['synpo', 'mtl'\] only, not 'sf'"):
         check_model_config({"network": "sf", "coefficient_dropout": 0.3})
@@ -335,6 +335,8 @@ def test_coefficient_options_reach_synpo_and_are_refused_by_networks_without_the
         check_model_config({"coefficient_function": "sum"})
     with pytest.raises(ValueError, match=r"coefficient_dropout must be in \[0, 1\), got 1.5"):
         check_model_config({"coefficient_dropout": 1.5})
+    with pytest.raises(ValueError, match=r"normalize_embeddings must be true or false, got 'yes'"):
+        check_model_config({"normalize_embeddings": "yes"})
 
 
 @pytest.mark.parametrize("kind", ["mlp", "mtl", "modulenet", "sf"])

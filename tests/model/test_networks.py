@@ -76,6 +76,16 @@ def test_coefficient_dropout_acts_in_training_only():
     assert torch.allclose(net(*inputs).logits, torch.einsum("nak,nk->na", sa, alpha) + net.policy_bias, atol=1e-5)
 
 
+def test_normalized_embeddings_reach_the_coefficients_at_unit_length():
+    net = _net(normalize_embeddings=True)
+    _, env_id, task_id = _inputs()
+    net.env_embedding.weight.data.mul_(7.0)  # the table's scale must not reach alpha
+    task, env = net.coefficients(env_id, task_id).chunk(2, dim=-1)
+    assert torch.allclose(task.norm(dim=-1), torch.ones(len(task_id)))
+    assert torch.allclose(env, net.env_embedding(env_id) / net.env_embedding(env_id).norm(dim=-1, keepdim=True))
+    assert not torch.allclose(_net().coefficients(env_id, task_id).norm(dim=-1), torch.full((len(env_id),), 2**0.5))
+
+
 def test_unknown_coefficient_function_is_named():
     with pytest.raises(ValueError, match="'sum'.*'mlp', 'product'"):
         _net(coefficient_function="sum")
