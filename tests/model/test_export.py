@@ -52,7 +52,8 @@ def test_the_checkpoint_readers_load_the_exported_weights(trained):
     assert module.net.normalize_embeddings
     obs, _ = BatchedGridWorld(3, **gridworld).reset(seed=0)
     batch = {key: torch.as_tensor(value) for key, value in obs.items()}
-    net.eval(), module.net.eval()
+    net.eval()
+    module.net.eval()
     assert torch.equal(net(batch["obs"], batch["env_id"], batch["task_id"]).logits, module.net(batch["obs"], batch["env_id"], batch["task_id"]).logits)
     # The settings 2/3 route: envs 10-19 and tasks 10-19 of a P-trained export are new.
     adaptation = prepare(path, AdaptConfig(setting=3, iterations=1))
