@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -39,6 +39,7 @@ Pair = tuple[int, int]
 TABLE_COLUMNS = {"cross (Q env, P task)": (True, False), "cross (P env, Q task)": (False, True), "Q pairs": (True, True)}
 PAPER_ITERATIONS = 10_000
 LOG_EVERY = 100
+PROGRESS_EVERY = 1000  # iterations between progress reports (and the last one)
 
 
 class AdaptError(ValueError):
@@ -158,9 +159,12 @@ def _batch(demos: dict[str, np.ndarray], rows: np.ndarray) -> dict:
     }
 
 
-def train_new_embeddings(module, demos: dict[str, np.ndarray], config: AdaptConfig, trainable: list[nn.Parameter]) -> list[dict]:
+def train_new_embeddings(
+    module, demos: dict[str, np.ndarray], config: AdaptConfig, trainable: list[nn.Parameter], progress: Callable[[dict], None] | None = None
+) -> list[dict]:
     """``config.iterations`` Adam steps on the network's loss terms over random demonstration
-    states (seeded); only ``trainable`` moves (its frozen rows get zero gradients)."""
+    states (seeded); only ``trainable`` moves (its frozen rows get zero gradients). ``progress``
+    gets the log row every `PROGRESS_EVERY` iterations and at the end."""
     from rllib_synpo.learner import synpo_loss_terms
     from rllib_synpo.losses import TOTAL_LOSS, LossWeights
 
@@ -180,6 +184,8 @@ def train_new_embeddings(module, demos: dict[str, np.ndarray], config: AdaptConf
             with torch.no_grad():
                 accuracy = (fwd_out["action_dist_inputs"].argmax(-1) == batch["expert_action"]).float().mean()
             log.append({"iteration": iteration, **{k: float(v.detach()) for k, v in terms.items()}, "action_accuracy": float(accuracy)})
+            if progress is not None and (iteration % PROGRESS_EVERY == 0 or iteration == config.iterations):
+                progress(log[-1])
     return log
 
 
@@ -242,9 +248,11 @@ def prepare(checkpoint: str | Path, config: AdaptConfig) -> Adaptation:
     return Adaptation(path, module, split, ids, demonstrated, {**gridworld, "mazes": old_mazes + added}, trainable)
 
 
-def adapt_checkpoint(checkpoint: str | Path, config: AdaptConfig, out: str | Path = "adaptation") -> dict:
-    """`prepare`, one demonstration per pair, train the new rows, evaluate the whole matrix,
-    write ``out``; returns the summary."""
+def adapt_checkpoint(
+    checkpoint: str | Path, config: AdaptConfig, out: str | Path = "adaptation", progress: Callable[[dict], None] | None = None
+) -> dict:
+    """`prepare`, one demonstration per pair, train the new rows (``progress``: see
+    `train_new_embeddings`), evaluate the whole matrix, write ``out``; returns the summary."""
     from rllib_synpo.evaluate import success_matrix, write_heatmap
     from rllib_synpo.evaluation import evaluate, torch_greedy_policy
 
@@ -252,7 +260,7 @@ def adapt_checkpoint(checkpoint: str | Path, config: AdaptConfig, out: str | Pat
     a = prepare(checkpoint, config)
     ids, net = a.ids, a.module.net
     demos = collect_demonstrations(a.demonstrated, a.world, seed=config.seed)
-    log = train_new_embeddings(a.module, demos, config, a.trainable)
+    log = train_new_embeddings(a.module, demos, config, a.trainable, progress)
     every_pair = [(e, t) for e in range(ids.num_envs) for t in range(ids.num_tasks)]
     results = evaluate(torch_greedy_policy(net), every_pair, config.episodes_per_pair, seed=config.seed, env_kwargs=a.world)
 

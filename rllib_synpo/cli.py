@@ -171,7 +171,7 @@ def adapt_command(args: argparse.Namespace) -> int:
         episodes_per_pair=args.episodes_per_pair, seed=args.seed, new_mazes=list(args.new_maze),
     )
     try:
-        summary = adapt_checkpoint(args.checkpoint, config, out=args.out)
+        summary = adapt_checkpoint(args.checkpoint, config, out=args.out, progress=_adapt_progress(args.iterations))
     except (AdaptError, MazeFormatError) as err:
         raise UsageError(str(err)) from None
     print(f"new environments {summary['new_envs']}, new tasks {summary['new_tasks']}, "
@@ -180,6 +180,14 @@ def adapt_command(args: argparse.Namespace) -> int:
         print(f"{column:22s} AvgSR {'-' if value is None else f'{value:5.1f}%'}")
     print(f"wrote {args.out}/transfer_table.csv, summary.json, heatmap.png ({summary['seconds']:.0f} s)")
     return 0
+
+
+def _adapt_progress(iterations: int):
+    def report(row: dict) -> None:
+        print(f"iteration {row['iteration']}/{iterations}: policy loss {row['policy_loss']:.3f}, "
+              f"action accuracy on the demonstrations {100 * row['action_accuracy']:.1f}%", flush=True)
+
+    return report
 
 
 def _parser() -> argparse.ArgumentParser:

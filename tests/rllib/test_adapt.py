@@ -103,6 +103,7 @@ def test_the_adapt_verb_writes_the_table_and_heatmaps(checkpoint, maze_file, tmp
     assert code == 0
     printed = capsys.readouterr().out
     assert "new environments [20], new tasks [19], 39 demonstrated pairs" in printed and "Q pairs" in printed
+    assert "iteration 10/10: policy loss" in printed  # progress while the embeddings learn
     table = pd.read_csv(out / "transfer_table.csv")
     assert list(table.columns) == ["cross (Q env, P task)", "cross (P env, Q task)", "Q pairs"]
     assert 0 <= table.iloc[0, 0] <= 100 and 0 <= table.iloc[0, 2] <= 100
