@@ -31,7 +31,13 @@ from torch import nn
 
 from rllib_synpo.budgeted import best_recipe
 from rllib_synpo.direct import DirectImitation
-from rllib_synpo.networks.synpo import COEFFICIENT_DEFAULTS, COEFFICIENT_FUNCTIONS, make_coefficient_function, pair_grid
+from rllib_synpo.networks.synpo import (
+    COEFFICIENT_DEFAULTS,
+    COEFFICIENT_FUNCTIONS,
+    changed_coefficient_options,
+    make_coefficient_function,
+    pair_grid,
+)
 
 VARIANTS = ("trained", "oracle", "per-pair", "mlp", "mlp-dropout", "mlp-decay", "product")
 PROBE_EMBEDDING_DIM = 128  # the paper's embedding and hidden sizes for the fresh coefficient functions
@@ -155,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     split = random_split(seed=args.split_seed)
     options = {"coefficient_function": args.coefficients, "normalize_embeddings": args.normalize_embeddings}
-    network_kwargs = {key: value for key, value in options.items() if value != COEFFICIENT_DEFAULTS[key]}
+    network_kwargs = changed_coefficient_options(options)
     config = best_recipe(feature_dim=args.feature_dim, encoder=args.encoder, network_kwargs=network_kwargs)
     trainer = DirectImitation(config, list(split.seen), seed=args.seed)
     trainer.net.load_state_dict(torch.load(args.weights))

@@ -33,7 +33,7 @@ from rllib_synpo.direct import DirectConfig, DirectImitation
 from rllib_synpo.export import export_checkpoint
 from rllib_synpo.networks import NETWORKS
 from rllib_synpo.networks.factory import COEFFICIENT_NETWORKS
-from rllib_synpo.networks.synpo import COEFFICIENT_DEFAULTS, COEFFICIENT_FUNCTIONS
+from rllib_synpo.networks.synpo import COEFFICIENT_DEFAULTS, COEFFICIENT_FUNCTIONS, changed_coefficient_options
 
 SPLITS = ("paper", "transfer")
 
@@ -95,7 +95,7 @@ def _network_kwargs(args: argparse.Namespace) -> dict:
         "coefficient_dropout": args.coefficient_dropout,
         "normalize_embeddings": args.normalize_embeddings,
     }
-    kwargs = {key: value for key, value in options.items() if value != COEFFICIENT_DEFAULTS[key]}
+    kwargs = changed_coefficient_options(options)
     if kwargs and args.network not in COEFFICIENT_NETWORKS:
         raise SystemExit(f"--coefficients/--coefficient-dropout/--normalize-embeddings apply to networks {list(COEFFICIENT_NETWORKS)} only, not {args.network!r}")
     return kwargs

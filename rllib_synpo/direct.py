@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from synpo_envs.gridworld import BatchedGridWorld
 from synpo_envs.gridworld.constants import NUM_ACTIONS, NUM_COLOURS, PICK_UP
+from synpo_envs.gridworld.core import GridSpec
 
 from rllib_synpo.losses import (
     EPISODE_END,
@@ -192,6 +193,15 @@ def needs_successors(net: torch.nn.Module, config: DirectConfig) -> bool:
     return SF_TD_LOSS in getattr(net, "LOSS_TERMS", SYNPO_LOSS_TERMS) and config.sf_td_weight > 0
 
 
+def network_for(config: DirectConfig, spec: GridSpec) -> torch.nn.Module:
+    """``config.model_config()``'s network for the gridworld ``spec`` (the one an exported
+    checkpoint's RLModule rebuilds)."""
+    sizes = config.model_config()
+    return make_network(
+        sizes.pop("network"), obs_shape=spec.obs_shape, num_actions=NUM_ACTIONS, num_envs=spec.num_envs, num_tasks=spec.num_tasks, **sizes
+    )
+
+
 COEFFICIENT_MODULES = ("env_embedding", "task_embedding", "alpha", "beta")  # what coefficient_weight_decay covers
 
 
@@ -222,18 +232,7 @@ class DirectImitation:
         self.env = BatchedGridWorld(config.num_collectors, pairs=seen_pairs, copy=False, **config.env_kwargs)
         self.obs, self.info = self.env.reset(seed=seed)
         spec = self.env.grid_spec
-        self.net = make_network(
-            config.network,
-            obs_shape=spec.obs_shape,
-            num_actions=NUM_ACTIONS,
-            num_envs=spec.num_envs,
-            num_tasks=spec.num_tasks,
-            encoder=config.encoder,
-            encoder_kwargs=config.encoder_kwargs,
-            feature_dim=config.feature_dim,
-            embedding_dim=config.embedding_dim,
-            **config.network_kwargs,
-        )
+        self.net = network_for(config, spec)
         self.optimizer = torch.optim.Adam(parameter_groups(self.net, config), lr=config.lr)
         track = needs_successors(self.net, config)
         if track and config.replay_capacity <= config.num_collectors:

@@ -19,8 +19,6 @@ from synpo_envs.gridworld import BatchedGridWorld
 from synpo_envs.splits import Split
 from torch import nn
 
-from rllib_synpo.algorithm import META_FILE
-from rllib_synpo.config import MODULE_ID
 from rllib_synpo.evaluate import MODULE_DIR
 
 
@@ -31,6 +29,9 @@ class ExportError(ValueError):
 def export_checkpoint(net: nn.Module, model_config: dict, split: Split, gridworld: dict, path: str | Path) -> Path:
     """Writes ``net`` (built by `make_network` with ``model_config``'s sizes for the gridworld
     ``gridworld`` kwargs) and its training ``split`` as a checkpoint at ``path``."""
+    # RLlib loads here, not on import: the Ray-free trainers import this module.
+    from rllib_synpo.algorithm import META_FILE
+    from rllib_synpo.config import MODULE_ID
     from rllib_synpo.rl_module import SynPoTorchRLModule
 
     path = Path(path).expanduser().resolve()

@@ -26,7 +26,7 @@ from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 
 from rllib_synpo.networks import ENCODERS, NETWORKS, SynPoOutputs, make_network
 from rllib_synpo.networks.factory import COEFFICIENT_NETWORKS
-from rllib_synpo.networks.synpo import COEFFICIENT_DEFAULTS, COEFFICIENT_FUNCTIONS
+from rllib_synpo.networks.synpo import COEFFICIENT_DEFAULTS, COEFFICIENT_FUNCTIONS, changed_coefficient_options
 
 # Extra outputs of the training forward pass, read by the learner.
 REWARD_PREDICTIONS = "synpo_reward_predictions"
@@ -69,8 +69,7 @@ def check_model_config(model_config: dict[str, Any]) -> dict[str, Any]:
     # SynPo's coefficient options reach the networks built on them; others refuse a non-default.
     if checked["network"] in COEFFICIENT_NETWORKS:
         checked.update(coefficient_options)
-    elif coefficient_options != COEFFICIENT_DEFAULTS:
-        changed = sorted(key for key, value in coefficient_options.items() if value != COEFFICIENT_DEFAULTS[key])
+    elif changed := sorted(changed_coefficient_options(coefficient_options)):
         raise ValueError(
             f"model_config {changed} applies to networks {list(COEFFICIENT_NETWORKS)} only, not {checked['network']!r}"
         )

@@ -54,6 +54,11 @@ COEFFICIENT_FUNCTIONS = ("mlp", "product")  # "mlp": the paper's
 COEFFICIENT_DEFAULTS = {"coefficient_function": "mlp", "coefficient_dropout": 0.0, "normalize_embeddings": False}
 
 
+def changed_coefficient_options(options: dict) -> dict:
+    """The entries of ``options`` (keys of `COEFFICIENT_DEFAULTS`) that differ from the paper's."""
+    return {key: value for key, value in options.items() if value != COEFFICIENT_DEFAULTS[key]}
+
+
 def pair_grid(num_envs: int, num_tasks: int, device: torch.device | str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(env ids, task ids), each (num_envs, num_tasks): every (env, task) pair."""
     return torch.meshgrid(

@@ -9,30 +9,17 @@ import torch
 TINY = {"feature_dim": 16, "embedding_dim": 8, "network_kwargs": {"basis_dim": 8, "hidden_dim": 16, "normalize_embeddings": True}}
 
 
-def _network(config):
-    from synpo_envs.gridworld import BatchedGridWorld
-    from synpo_envs.gridworld.constants import NUM_ACTIONS
-
-    from rllib_synpo.networks import make_network
-
-    spec = BatchedGridWorld(1, **config.env_kwargs).grid_spec
-    return make_network(
-        config.network, obs_shape=spec.obs_shape, num_actions=NUM_ACTIONS, num_envs=spec.num_envs, num_tasks=spec.num_tasks,
-        encoder=config.encoder, encoder_kwargs=config.encoder_kwargs, feature_dim=config.feature_dim,
-        embedding_dim=config.embedding_dim, **config.network_kwargs,
-    )
-
-
 @pytest.fixture
 def trained(tmp_path):
+    from synpo_envs.gridworld import BatchedGridWorld
     from synpo_envs.splits import transfer_split
 
-    from rllib_synpo.direct import DirectConfig
+    from rllib_synpo.direct import DirectConfig, network_for
     from rllib_synpo.export import export_checkpoint
 
     torch.manual_seed(0)
     config = DirectConfig(env_kwargs={"window": 1}, **TINY)
-    net = _network(config)
+    net = network_for(config, BatchedGridWorld(1, **config.env_kwargs).grid_spec)
     split = transfer_split(2)
     path = export_checkpoint(net, config.model_config(), split, config.env_kwargs, tmp_path / "exported")
     return net, config, split, path
