@@ -12,11 +12,11 @@ from __future__ import annotations
 import argparse
 
 import torch
+from synpo_envs.gridworld.constants import NUM_ACTIONS
+from synpo_envs.splits import random_split
 
 from rllib_synpo.evaluation import evaluate, torch_greedy_policy
 from rllib_synpo.networks import make_network
-from synpo_envs.gridworld.constants import NUM_ACTIONS
-from synpo_envs.splits import random_split
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,7 +26,11 @@ from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 
 from rllib_synpo.networks import ENCODERS, NETWORKS, SynPoOutputs, make_network
 from rllib_synpo.networks.factory import COEFFICIENT_NETWORKS
-from rllib_synpo.networks.synpo import COEFFICIENT_DEFAULTS, COEFFICIENT_FUNCTIONS, changed_coefficient_options
+from rllib_synpo.networks.synpo import (
+    COEFFICIENT_DEFAULTS,
+    COEFFICIENT_FUNCTIONS,
+    changed_coefficient_options,
+)
 
 # Extra outputs of the training forward pass, read by the learner.
 REWARD_PREDICTIONS = "synpo_reward_predictions"

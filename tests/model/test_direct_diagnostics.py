@@ -4,7 +4,12 @@ import numpy as np
 import pytest
 import torch
 
-from rllib_synpo.direct import COEFFICIENT_MODULES, DirectConfig, DirectImitation, parameter_groups
+from rllib_synpo.direct import (
+    COEFFICIENT_MODULES,
+    DirectConfig,
+    DirectImitation,
+    parameter_groups,
+)
 
 SEEN = [(0, 0), (0, 1), (1, 1)]
 
