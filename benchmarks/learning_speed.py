@@ -52,6 +52,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-episodes", type=int, default=2, help="episodes per pair, periodic evaluation")
     p.add_argument("--final-episodes", type=int, default=100, help="episodes per pair, final evaluation")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", help="torch device (default: the GPU where there is one)")
     d = DirectConfig()
     p.add_argument("--network", choices=sorted(NETWORKS), default=d.network, help="SynPo or a baseline")
     p.add_argument("--encoder", default=d.encoder)
@@ -115,7 +116,7 @@ def _config(args: argparse.Namespace) -> DirectConfig:
         pick_weight=args.pick_weight, epsilon=args.epsilon, dagger=args.dagger,
         num_collectors=args.num_collectors, collect_every=args.collect_every,
         replay_capacity=args.replay_capacity, warmup_states=args.warmup_states, relabel_seen_tasks=args.relabel, feature_dim=args.feature_dim,
-        env_kwargs={"frame_stack": args.frame_stack, "window": args.window, "agent_channel": args.agent_channel},
+        env_kwargs={"frame_stack": args.frame_stack, "window": args.window, "agent_channel": args.agent_channel}, device=args.device,
     )
 
 
@@ -152,7 +153,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         split_pairs = list(split.all_pairs)
     config = _config(args)
-    trainer = DirectImitation(config, seen_pairs, seed=args.seed)
+    try:
+        trainer = DirectImitation(config, seen_pairs, seed=args.seed)
+    except ValueError as error:  # e.g. --device cuda without a GPU
+        raise SystemExit(str(error)) from None
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     meta = {"argv": sys.argv, "config": trainer.describe(), "torch_threads": torch.get_num_threads()}

@@ -102,7 +102,7 @@ def print_row(row: dict) -> None:
 
 def evaluate_greedy(trainer: DirectImitation, split: Split, pairs: Sequence[Pair], episodes: int, seed: int) -> dict[str, float]:
     """Seen/unseen summary (`flat_summary`) of the trainer's greedy policy on ``pairs``."""
-    results = evaluate(torch_greedy_policy(trainer.net), pairs, episodes, seed=seed, env_kwargs=trainer.config.env_kwargs)
+    results = evaluate(torch_greedy_policy(trainer.net, device=trainer.device), pairs, episodes, seed=seed, env_kwargs=trainer.config.env_kwargs)
     return flat_summary(results, split)
 
 
@@ -165,7 +165,8 @@ def train_for_budget(
             write_curve(rows, out)
             next_eval += budget.eval_minutes * 60
             if done:
-                torch.save(trainer.net.state_dict(), out.with_suffix(".pt"))  # for re-evaluation
+                weights = {name: value.cpu() for name, value in trainer.net.state_dict().items()}
+                torch.save(weights, out.with_suffix(".pt"))  # for re-evaluation, on any machine
                 return rows
         if heartbeat is not None and train_seconds >= next_beat:
             heartbeat(train_seconds)

@@ -66,6 +66,7 @@ class DirectConfig:
     # Also train the policy on the expert's action for every other *seen* task of the state's
     # environment (an expert query, like DAgger; not in the paper).
     relabel_seen_tasks: bool = False
+    device: str = "cpu"  # torch device of the network, its updates and its evaluation
 
     def model_config(self) -> dict:
         """The RLModule ``model_config`` that builds this config's network."""
@@ -169,7 +170,7 @@ def synpo_losses(net: torch.nn.Module, batch: dict[str, torch.Tensor], config: D
     out = net(batch["obs"], batch["env_id"], batch["task_id"])
     action_weights = None
     if config.pick_weight != 1.0:
-        action_weights = torch.ones(NUM_ACTIONS)
+        action_weights = torch.ones(NUM_ACTIONS, device=out.logits.device)
         action_weights[PICK_UP] = config.pick_weight
     terms = imitation_losses(
         net,
@@ -218,6 +219,17 @@ def parameter_groups(net: torch.nn.Module, config: DirectConfig) -> list[dict]:
     ]
 
 
+def available_device(name: str) -> torch.device:
+    """``name`` as a torch device, or a one-line error where this machine lacks it."""
+    try:
+        device = torch.device(name)
+    except RuntimeError as error:
+        raise ValueError(f"unknown torch device {name!r} ({error}); expected e.g. 'cpu' or 'cuda'") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {name!r} asked for, but torch finds no CUDA GPU here; use 'cpu'")
+    return device
+
+
 def _mean_or_nan(values: np.ndarray) -> float:
     return float(values.mean()) if values.size else float("nan")
 
@@ -227,12 +239,13 @@ class DirectImitation:
 
     def __init__(self, config: DirectConfig, seen_pairs: list[Pair], seed: int = 0) -> None:
         self.config = config
+        self.device = available_device(config.device)
         torch.manual_seed(seed)
         self.rng = np.random.default_rng(seed)
         self.env = BatchedGridWorld(config.num_collectors, pairs=seen_pairs, copy=False, **config.env_kwargs)
         self.obs, self.info = self.env.reset(seed=seed)
         spec = self.env.grid_spec
-        self.net = network_for(config, spec)
+        self.net = network_for(config, spec).to(self.device)
         self.optimizer = torch.optim.Adam(parameter_groups(self.net, config), lr=config.lr)
         track = needs_successors(self.net, config)
         if track and config.replay_capacity <= config.num_collectors:
@@ -255,8 +268,8 @@ class DirectImitation:
             if own.any():
                 with torch.no_grad():
                     self.net.eval()
-                    obs = {k: torch.as_tensor(v[own]) for k, v in self.obs.items()}
-                    actions[own] = self.net(obs["obs"], obs["env_id"], obs["task_id"]).logits.argmax(-1).numpy()
+                    obs = self._tensors({k: v[own] for k, v in self.obs.items()})
+                    actions[own] = self.net(obs["obs"], obs["env_id"], obs["task_id"]).logits.argmax(-1).cpu().numpy()
                     self.net.train()
         if config.epsilon > 0:
             noisy = self.rng.random(n) < config.epsilon
@@ -280,8 +293,7 @@ class DirectImitation:
         if self.config.relabel_seen_tasks:
             labels, possible = self.env.grid_spec.task_expert_actions(sample["env_id"], sample["agent"], sample["treasures"])
             sample["task_labels"] = np.where(possible & self.seen_mask[sample["env_id"]], labels, -1).astype(np.int64)
-        batch = {k: torch.as_tensor(v) for k, v in sample.items()}
-        terms = synpo_losses(self.net, batch, self.config)
+        terms = synpo_losses(self.net, self._tensors(sample), self.config)
         self.optimizer.zero_grad()
         terms["total_loss"].backward()
         self.optimizer.step()
@@ -300,8 +312,9 @@ class DirectImitation:
         was_training = self.net.training
         with torch.no_grad():
             self.net.eval()
-            out = self.net(torch.as_tensor(sample["obs"]), torch.as_tensor(sample["env_id"]), torch.as_tensor(sample["task_id"]))
-            greedy = self.net.task_logits(out.sa_features, torch.as_tensor(sample["env_id"])).argmax(-1).numpy()
+            batch = self._tensors(sample)
+            out = self.net(batch["obs"], batch["env_id"], batch["task_id"])
+            greedy = self.net.task_logits(out.sa_features, batch["env_id"]).argmax(-1).cpu().numpy()
         self.net.train(was_training)
         correct = greedy == labels
         seen = self.seen_mask[sample["env_id"]]
@@ -309,6 +322,9 @@ class DirectImitation:
             "seen_task_accuracy": _mean_or_nan(correct[possible & seen]),
             "unseen_task_accuracy": _mean_or_nan(correct[possible & ~seen]),
         }
+
+    def _tensors(self, arrays: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
+        return {name: torch.as_tensor(values).to(self.device, non_blocking=True) for name, values in arrays.items()}
 
     def set_lr(self, lr: float) -> None:
         """Learning rate of the next updates (schedules are driven by the caller)."""

@@ -38,6 +38,7 @@ from synpo_envs.gridworld.constants import (
 from synpo_envs.splits import Split, SplitError, random_split, ratio_split
 
 from rllib_synpo.budgeted import Budget, best_recipe
+from rllib_synpo.direct import available_device
 from rllib_synpo.networks import NETWORKS
 from rllib_synpo.paper_numbers import BLIND, DISPLAY_NAMES, TABLE1
 from rllib_synpo.study_report import (
@@ -99,6 +100,7 @@ def _common(p: argparse.ArgumentParser, methods: Sequence[str] | None) -> None:
     p.add_argument("--out", default="results/gridworld", help="folder of the runs; tables and figures go beside it")
     p.add_argument("--split-seed", type=int, default=0, help="seed of the seen/unseen split")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", help="torch device (default: the GPU where there is one)")
     d = best_recipe()
     small = p.add_argument_group("scale (smaller values for smoke tests only)")
     small.add_argument("--num-collectors", type=int, default=d.num_collectors)
@@ -143,6 +145,10 @@ def validate(args: argparse.Namespace) -> None:
         raise StudyError(f"--replay-capacity ({args.replay_capacity}) must exceed --num-collectors ({args.num_collectors})")
     if args.warmup_states < 0 or args.threads < 0:
         raise StudyError(f"--warmup-states and --threads must be >= 0, got {args.warmup_states} and {args.threads}")
+    try:
+        available_device(args.device)
+    except ValueError as error:
+        raise StudyError(f"--device: {error}") from None
     for fraction in getattr(args, "fractions", ()):
         if not 0 < fraction < 1:
             raise StudyError(f"--fractions must be in (0, 1), got {fraction:g}")
@@ -166,7 +172,7 @@ def _spec(
     """Run ``name``_seed``seed`` of the best recipe (``weights``: loss-weight overrides)."""
     config = best_recipe(
         network=network, num_collectors=args.num_collectors, batch_size=args.batch_size,
-        replay_capacity=args.replay_capacity, warmup_states=args.warmup_states,
+        replay_capacity=args.replay_capacity, warmup_states=args.warmup_states, device=args.device,
         env_kwargs={"frame_stack": DEFAULT_FRAME_STACK, "window": window, "agent_channel": False, "max_steps": args.max_steps},
         **weights,
     )
@@ -221,6 +227,7 @@ class Context:
         args = self.args
         threads = sorted({r["torch_threads"] for r in results})
         cpus = sorted({r["cpu"] for r in results}) or [cpu_model()]
+        gpus = sorted({r["device"] for r in results if r.get("device", r["cpu"]) != r["cpu"]})
         wall = sum(r["wall_seconds"] for r in results)
         return [
             f"- command: `{self.command}`",
@@ -230,7 +237,7 @@ class Context:
             f"{args.num_collectors} collectors, batches of {args.batch_size}, max {args.max_steps} steps",
             f"- minutes per run: {args.minutes_per_run:g} (training; evaluation excluded); final evaluation "
             f"{args.final_episodes} episodes per pair (greedy)",
-            f"- hardware: {', '.join(cpus)}; torch threads {', '.join(map(str, threads)) or torch.get_num_threads()}",
+            f"- hardware: {', '.join(cpus)}{''.join(f', GPU {gpu}' for gpu in gpus)}; torch threads {', '.join(map(str, threads)) or torch.get_num_threads()}",
             f"- total wall time: {format_duration(wall)} over {len(results)} runs (this invocation "
             f"{format_duration(time.perf_counter() - self.started)}; skipped runs reuse stored results)",
             "- mean ± std over seeds (population std); the paper's numbers: NeurIPS 2018 supplement, 3 seeds, 100 episodes per pair",

@@ -66,6 +66,13 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def device_model(device: str) -> str:
+    """What ran a run's network: the GPU's name for a CUDA device, else the CPU's model."""
+    if torch.device(device).type == "cuda":
+        return torch.cuda.get_device_name(torch.device(device))
+    return cpu_model()
+
+
 def load_result(spec: RunSpec, folder: Path) -> dict | None:
     """The stored result of ``spec``, None when it has not finished yet."""
     path = spec.result_path(folder)
@@ -190,6 +197,7 @@ def train_run(spec: RunSpec, folder: Path, progress: Progress | None = None) -> 
         "wall_seconds": time.perf_counter() - start,
         "torch_threads": torch.get_num_threads(),
         "cpu": cpu_model(),
+        "device": device_model(spec.config.device),
         "finished": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     path = spec.result_path(folder)

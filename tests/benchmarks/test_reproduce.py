@@ -83,6 +83,7 @@ def _exit_code(argv: list[str]) -> int:
         (["table1", "--minutes-per-run", "-5"], "--minutes-per-run must be > 0"),
         (["ratio", "--fractions", "0.5", "1.5"], "--fractions"),
         (["tables"], "invalid choice"),
+        (["table1", "--device", "warp9"], "unknown torch device 'warp9'"),
     ],
 )
 def test_bad_input_is_one_error_line_and_exit_2(argv, message, capsys, tmp_path):

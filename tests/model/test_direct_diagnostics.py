@@ -61,3 +61,12 @@ def test_coefficient_weight_decay_defaults_to_the_weight_decay(coefficient_weigh
     trainer = _trainer()
     config = DirectConfig(weight_decay=3e-3, coefficient_weight_decay=coefficient_weight_decay)
     assert [g["weight_decay"] for g in parameter_groups(trainer.net, config)] == [3e-3, expected]
+
+
+@pytest.mark.parametrize(
+    "device, message",
+    [("warp9", "unknown torch device 'warp9'"), pytest.param("cuda", "finds no CUDA GPU", marks=pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is here"))],
+)
+def test_a_device_this_machine_lacks_is_one_clear_error(device, message):
+    with pytest.raises(ValueError, match=message):
+        DirectImitation(DirectConfig(device=device, num_collectors=8), SEEN)
