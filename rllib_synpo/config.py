@@ -80,6 +80,7 @@ class SynPoConfig(AlgorithmConfig):
         self.greedy_episodes_per_pair = 2
         self.split: Any = None
         self.lr = 1e-3
+        self.weight_decay = 0.0
         self.environment(env=PAIRS_ENV_NAME, env_config={})
         self.multi_agent(policies={MODULE_ID}, policy_mapping_fn=policy_mapping_fn)
         self.rl_module(model_config=dict(DEFAULT_MODEL_CONFIG))
@@ -105,6 +106,7 @@ class SynPoConfig(AlgorithmConfig):
         encoder: str | None = NotProvided,
         embedding_dim: int | None = NotProvided,
         split: Any = NotProvided,
+        weight_decay: float | None = NotProvided,
         **kwargs,
     ) -> SynPoConfig:
         """Sets SynPo's training knobs.
@@ -138,6 +140,8 @@ class SynPoConfig(AlgorithmConfig):
             embedding_dim: Size of the environment and task embeddings (paper: 128).
             split: Which pairs are seen in training: None (the 144/256 split, seed 0), a
                 `Split`, a split JSON path, a split dict or ``{"random": {...}}``.
+            weight_decay: Adam's (L2) weight decay on every parameter (paper: 1e-3; the
+                authors' released code: 1e-4 with ``--wd``, else 0). Default 0.
         """
         super().training(**kwargs)
         for name, value in {
@@ -146,7 +150,7 @@ class SynPoConfig(AlgorithmConfig):
             "updates_per_iteration": updates_per_iteration,
             "episodes_per_env_runner": episodes_per_env_runner, "warmup_trajectories": warmup_trajectories,
             "expert_epsilon": expert_epsilon, "split": split, "relabel_seen_tasks": relabel_seen_tasks,
-            "greedy_episodes_per_pair": greedy_episodes_per_pair,
+            "greedy_episodes_per_pair": greedy_episodes_per_pair, "weight_decay": weight_decay,
         }.items():
             if value is not NotProvided:
                 setattr(self, name, value)
@@ -185,7 +189,7 @@ class SynPoConfig(AlgorithmConfig):
 
     def validate(self) -> None:
         super().validate()
-        for name in ("l1", "l2", "l3"):
+        for name in ("l1", "l2", "l3", "weight_decay"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or value < 0:
                 self._value_error(f"`{name}` must be a number >= 0, got {value!r}")

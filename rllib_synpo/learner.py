@@ -45,7 +45,14 @@ def loss_weights(config) -> LossWeights:
 
 class SynPoTorchLearner(TorchLearner):
     """``CE(pi, a_expert) + l1 * MSE(r_hat, r) + l2 * CE_env + l3 * CE_task`` (for baseline
-    networks: their own terms, `rllib_synpo.losses.imitation_losses`), each term logged."""
+    networks: their own terms, `rllib_synpo.losses.imitation_losses`), each term logged.
+    The optimizer is Adam with the config's ``weight_decay``."""
+
+    def configure_optimizers_for_module(self, module_id, config=None) -> None:
+        params = self.get_parameters(self._module[module_id])
+        optimizer = torch.optim.Adam(params, weight_decay=config.weight_decay)
+        # RLlib's scheduler sets (and updates) the learning rate from config.lr.
+        self.register_optimizer(module_id=module_id, optimizer=optimizer, params=params, lr_or_lr_schedule=config.lr)
 
     def compute_loss_for_module(self, *, module_id, config, batch, fwd_out) -> torch.Tensor:
         terms = synpo_loss_terms(self.module[module_id].unwrapped(), batch, fwd_out, loss_weights(config))

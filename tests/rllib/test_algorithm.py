@@ -73,6 +73,16 @@ def test_learning_rate_schedule_follows_sampled_steps(ray_session):
         algo.stop()
 
 
+def test_weight_decay_reaches_the_learners_adam(ray_session):
+    algo = tiny_config(weight_decay=1e-4).build_algo()
+    try:
+        optimizer = algo.learner_group._learner.get_optimizer("synpo")
+        assert isinstance(optimizer, torch.optim.Adam)
+        assert [group["weight_decay"] for group in optimizer.param_groups] == [1e-4]
+    finally:
+        algo.stop()
+
+
 def test_periodic_evaluation_reports_seen_and_unseen(ray_session):
     config = tiny_config(greedy_episodes_per_pair=1).evaluation(evaluation_interval=1)
     config.environment(env_config={"num_slots": 4, "gridworld": {"max_steps": 20}})
@@ -146,6 +156,7 @@ print(out["action_dist_inputs"].tolist())
         ({"trajectories_per_update": 0}, "trajectories_per_update"),
         ({"states_per_update": 0.5}, "states_per_update"),
         ({"expert_epsilon": 1.5}, "expert_epsilon"),
+        ({"weight_decay": -1e-4}, "`weight_decay`"),
         ({"split": {"random": {"num_seen": 5}}}, "too few"),
         ({"encoder": "resnet9000"}, "resnet9000"),
     ],
