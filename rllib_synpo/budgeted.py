@@ -7,9 +7,11 @@ runs ``eval_episodes`` episodes on every evaluated pair; when the budget is spen
 evaluation, and the trained weights (``.pt``) at the end.
 
 The project's best recipe so far (results/learning_efficiency.md), `best_recipe`: relabelled
-seen tasks, the compact encoder with a 1024-d state feature, the paper's loss weights, and a
-cosine learning-rate schedule over the budget (`Budget` with ``lr_schedule="cosine"``); as
-benchmark flags: ``--relabel --feature-dim 1024 --lr-schedule cosine``.
+seen tasks, the compact encoder with a 1024-d state feature, the paper's loss weights, unit-length
+embeddings into the coefficient functions and Adam weight decay 1e-4 (the authors' code options
+``--norm`` and ``--wd``), and a cosine learning-rate schedule over the budget (`Budget` with
+``lr_schedule="cosine"``); as benchmark flags: ``--relabel --feature-dim 1024 --lr-schedule cosine
+--normalize-embeddings --weight-decay 1e-4``.
 """
 
 from __future__ import annotations
@@ -28,11 +30,14 @@ from synpo_envs.splits import Split
 from rllib_synpo.direct import DirectConfig, DirectImitation
 from rllib_synpo.evaluate import flat_summary
 from rllib_synpo.evaluation import evaluate, torch_greedy_policy
+from rllib_synpo.networks.factory import COEFFICIENT_NETWORKS
 
 Pair = tuple[int, int]
 LR_SCHEDULES = ("constant", "cosine")
 DEFAULT_LR_FINAL = 0.02  # cosine: final learning rate as a fraction of the initial one
 BEST_FEATURE_DIM = 1024
+BEST_WEIGHT_DECAY = 1e-4  # the authors' --wd (findings 14-15, 17)
+BEST_COEFFICIENT_OPTIONS = {"normalize_embeddings": True}  # the authors' --norm; SynPo and MTL only
 EVAL_SEED_BASE = 10_000  # evaluation episodes are seeded 10,000 + updates so far
 RECENT_STEPS = 200  # training statistics of a row: the mean over the last updates
 HEARTBEAT_SECONDS = 60.0  # training seconds between `heartbeat` calls
@@ -40,8 +45,11 @@ TASK_ACCURACY_STATES = 8192  # stored states scored for every task of their env 
 
 
 def best_recipe(**overrides) -> DirectConfig:
-    """The `DirectConfig` of the project's best recipe (with ``Budget(lr_schedule="cosine")``)."""
-    recipe = {"relabel_seen_tasks": True, "feature_dim": BEST_FEATURE_DIM}
+    """The `DirectConfig` of the project's best recipe (with ``Budget(lr_schedule="cosine")``);
+    networks without coefficient functions (the MLP, ModuleNet, SF baselines) get the rest of it."""
+    recipe = {"relabel_seen_tasks": True, "feature_dim": BEST_FEATURE_DIM, "weight_decay": BEST_WEIGHT_DECAY}
+    if overrides.get("network", DirectConfig.network) in COEFFICIENT_NETWORKS:
+        recipe["network_kwargs"] = dict(BEST_COEFFICIENT_OPTIONS)
     return DirectConfig(**{**recipe, **overrides})
 
 

@@ -9,8 +9,8 @@
 
 Every run trains for ``--minutes-per-run`` minutes (training time; evaluation comes on top)
 with the project's best recipe (`rllib_synpo.budgeted.best_recipe`: relabelled seen tasks,
-compact encoder, 1024-d state feature, the paper's loss weights, cosine learning rate over the
-budget) through `rllib_synpo.direct.DirectImitation`, on the 144/256 split of
+compact encoder, 1024-d state feature, the paper's loss weights, unit-length embeddings into
+the coefficient functions and Adam weight decay 1e-4, cosine learning rate over the budget) through `rllib_synpo.direct.DirectImitation`, on the 144/256 split of
 ``random_split(--split-seed)``; the seeds are training seeds. Runs are stored under ``--out``
 (``<run>.csv/.png/.pt/.json``) and a run whose result JSON exists is skipped, so an interrupted
 study resumes; runs with the same name are shared between studies (table1's SynPo runs are the
@@ -233,7 +233,8 @@ class Context:
             f"- command: `{self.command}`",
             f"- seeds: {' '.join(map(str, args.seeds))} (training seeds); split seed {args.split_seed}",
             f"- recipe: best_recipe (relabelled seen tasks, compact encoder, feature_dim 1024, paper loss weights "
-            f"l1 0.01 l2 0.1 l3 0.001, Adam lr 1e-3 with a cosine schedule over the budget), "
+            f"l1 0.01 l2 0.1 l3 0.001, unit-length embeddings into alpha/beta for SynPo and MTL, Adam lr 1e-3 "
+            f"with weight decay 1e-4 and a cosine schedule over the budget), "
             f"{args.num_collectors} collectors, batches of {args.batch_size}, max {args.max_steps} steps",
             f"- minutes per run: {args.minutes_per_run:g} (training; evaluation excluded); final evaluation "
             f"{args.final_episodes} episodes per pair (greedy)",

@@ -70,3 +70,13 @@ def test_coefficient_weight_decay_defaults_to_the_weight_decay(coefficient_weigh
 def test_a_device_this_machine_lacks_is_one_clear_error(device, message):
     with pytest.raises(ValueError, match=message):
         DirectImitation(DirectConfig(device=device, num_collectors=8), SEEN)
+
+
+def test_best_recipe_gives_coefficient_options_only_to_networks_with_coefficients():
+    from rllib_synpo.budgeted import BEST_COEFFICIENT_OPTIONS, BEST_WEIGHT_DECAY, best_recipe
+
+    for network in ("synpo", "mtl", "mlp", "sf"):
+        config = best_recipe(network=network)
+        assert config.weight_decay == BEST_WEIGHT_DECAY and config.relabel_seen_tasks
+        assert config.network_kwargs == (BEST_COEFFICIENT_OPTIONS if network in ("synpo", "mtl") else {})
+    assert best_recipe(network_kwargs={}).network_kwargs == {}  # an explicit choice wins
