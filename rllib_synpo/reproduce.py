@@ -10,7 +10,8 @@
 Every run trains for ``--minutes-per-run`` minutes (training time; evaluation comes on top)
 with the project's best recipe (`rllib_synpo.budgeted.best_recipe`: relabelled seen tasks,
 compact encoder, 1024-d state feature, the paper's loss weights, unit-length embeddings into
-the coefficient functions and Adam weight decay 1e-4, cosine learning rate over the budget) through `rllib_synpo.direct.DirectImitation`, on the 144/256 split of
+the coefficient functions and Adam weight decay 1e-4, cosine learning rate over the budget)
+through `rllib_synpo.direct.DirectImitation`, on the 144/256 split of
 ``random_split(--split-seed)``; the seeds are training seeds. Runs are stored under ``--out``
 (``<run>.csv/.png/.pt/.json``) and a run whose result JSON exists is skipped, so an interrupted
 study resumes; runs with the same name are shared between studies (table1's SynPo runs are the
