@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from synpo_envs.gridworld import BatchedGridWorld
+from synpo_envs.gridworld.constants import NUM_CELLS
 
 Pair = tuple[int, int]
 PolicyFn = Callable[[dict[str, np.ndarray]], np.ndarray]
@@ -51,9 +52,20 @@ def evaluate(
     seed: int = 0,
     max_batch: int = DEFAULT_MAX_BATCH,
     env_kwargs: dict | None = None,
+    deterministic: bool | None = None,
 ) -> PairResults:
     """Runs ``episodes_per_pair`` episodes of every pair with randomized starts (seeded) and the
-    given policy; steps all unfinished episodes of a chunk together."""
+    given policy; steps all unfinished episodes of a chunk together.
+
+    ``deterministic`` (None: the policy's own ``deterministic`` attribute, which `torch_policy`
+    sets for greedy policies): the policy is a function of the observation alone, so an
+    episode that comes back to an earlier state, observation included, repeats that loop until
+    its step limit; it is then ended at once as the failure it would be, with the return of
+    the repeated steps (`LoopDetector`). The results are those of running it out; a weak policy
+    evaluates several times faster (up to near-ties of the logits that a different batch
+    could break differently)."""
+    if deterministic is None:
+        deterministic = bool(getattr(policy, "deterministic", False))
     if episodes_per_pair < 1:
         raise ValueError(f"episodes_per_pair must be >= 1, got {episodes_per_pair}")
     pairs = [tuple(map(int, p)) for p in pairs]
@@ -68,16 +80,79 @@ def evaluate(
     )
     for chunk_index, start in enumerate(range(0, len(jobs), max_batch)):
         chunk = jobs[start : start + max_batch]
-        _run_chunk(policy, [pairs[j] for j in chunk], chunk, results, seed + chunk_index * max_batch, env_kwargs or {})
+        chunk_seed = seed + chunk_index * max_batch
+        _run_chunk(policy, [pairs[j] for j in chunk], chunk, results, chunk_seed, env_kwargs or {}, deterministic)
     return results
 
 
-def _run_chunk(policy: PolicyFn, chunk_pairs, chunk, results: PairResults, seed: int, env_kwargs: dict) -> None:
+class LoopDetector:
+    """Finds episodes of a deterministic policy that have entered a loop.
+
+    What the policy sees is a function of the last ``frame_stack`` states (agent cell; the
+    treasures and the task stage only change at a pick-up), and the next state a function of
+    the state and the action. So when the last ``frame_stack`` agent cells since the latest
+    treasure change repeat an earlier such window, the episode repeats the steps in between
+    until it is truncated: no pick-up can happen on the way. Each window is coded as one integer
+    (base `NUM_CELLS`); with a frame stack too long for 63 bits the detector stays off.
+    """
+
+    def __init__(self, env: BatchedGridWorld) -> None:
+        spec, state = env.grid_spec, env.state
+        size = len(state.agent)
+        self.window, self.max_steps = spec.frame_stack, spec.max_steps
+        self.enabled = NUM_CELLS**self.window < 2**62
+        self.codes = np.full((size, self.max_steps + 1), -1, np.int64)  # window code after step t, -1: none
+        self.rewards = np.zeros((size, self.max_steps + 1))  # reward of the step into state t
+        self.cells = np.repeat(state.agent[:, None].astype(np.int64), self.window, axis=1)
+        self.treasures = state.treasures.copy()
+        self.since = np.zeros(size, np.int64)  # state index of the latest reset or treasure change
+        self.place = NUM_CELLS ** np.arange(self.window, dtype=np.int64)
+        self.t = 0
+
+    def step(self, env: BatchedGridWorld, rows: np.ndarray, reward: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """After step ``t`` of the still running episodes ``rows``: those that are looping, and
+        the return each would collect over its remaining steps."""
+        self.t += 1
+        t, state = self.t, env.state
+        if not self.enabled or t >= self.max_steps or not len(rows):
+            return rows[:0], np.zeros(0)
+        changed = (state.treasures[rows] != self.treasures[rows]).any(axis=1)
+        self.treasures[rows] = state.treasures[rows]
+        self.since[rows[changed]] = t
+        self.cells[rows] = np.concatenate([self.cells[rows, 1:], state.agent[rows, None]], axis=1)
+        self.rewards[rows, t] = reward[rows]
+        first_full = self.since[rows] + self.window - 1  # first state index with a whole window since
+        code = np.where(t >= first_full, self.cells[rows] @ self.place, -1)
+        earlier = (self.codes[rows, :t] == code[:, None]) & (np.arange(t) >= first_full[:, None]) & (code[:, None] >= 0)
+        self.codes[rows, t] = code
+        looping = earlier.any(axis=1)
+        rows, start = rows[looping], earlier[looping].argmax(axis=1)
+        remaining = []
+        for row, s in zip(rows, start):  # few at a time
+            cycle = self.rewards[row, s + 1 : t + 1]
+            laps, rest = divmod(self.max_steps - t, len(cycle))
+            remaining.append(laps * cycle.sum() + cycle[:rest].sum())
+        return rows, np.asarray(remaining, float)
+
+
+def _run_chunk(policy: PolicyFn, chunk_pairs, chunk, results: PairResults, seed: int, env_kwargs: dict, deterministic: bool) -> None:
     env = BatchedGridWorld(len(chunk), copy=False, **env_kwargs)
     obs, _ = env.reset(seed=seed, options={"pairs": chunk_pairs})
+    loops = LoopDetector(env) if deterministic else None
     active = np.ones(len(chunk), bool)
     first_pick = np.zeros(len(chunk), np.int8)  # 0 none yet, 1 correct, -1 wrong
     actions = np.zeros(len(chunk), np.int64)
+
+    def finish(rows: np.ndarray, success: np.ndarray, returns: np.ndarray) -> None:
+        for row, won, value in zip(rows, success, returns):
+            pair = chunk[row]
+            results.episodes[pair] += 1
+            results.successes[pair] += bool(won)
+            results.returns[pair] += value
+            results.first_pick_correct[pair] += first_pick[row] == 1
+            results.picked[pair] += first_pick[row] != 0
+        active[rows] = False
+
     while active.any():
         rows = np.flatnonzero(active)
         actions[:] = 0
@@ -88,15 +163,11 @@ def _run_chunk(policy: PolicyFn, chunk_pairs, chunk, results: PairResults, seed:
         undecided = active & (first_pick == 0)
         first_pick[undecided & correct_pick] = 1
         first_pick[undecided & wrong_pick & ~correct_pick] = -1
-        done = active & (terminated | truncated)
-        for row in np.flatnonzero(done):
-            pair = chunk[row]
-            results.episodes[pair] += 1
-            results.successes[pair] += bool(info["success"][row])
-            results.returns[pair] += info["episode_return"][row]
-            results.first_pick_correct[pair] += first_pick[row] == 1
-            results.picked[pair] += first_pick[row] != 0
-        active &= ~done
+        done = np.flatnonzero(active & (terminated | truncated))
+        finish(done, info["success"][done], info["episode_return"][done])
+        if loops is not None:
+            looping, remaining = loops.step(env, np.flatnonzero(active), reward)
+            finish(looping, np.zeros(len(looping), bool), env.state.episode_return[looping] + remaining)
 
 
 def torch_greedy_policy(network: torch.nn.Module, device: str | torch.device = "cpu", batch: int = 2048) -> PolicyFn:
@@ -125,4 +196,5 @@ def torch_policy(network: torch.nn.Module, *, sample: bool, seed: int = 0, devic
         network.train(was_training)
         return np.concatenate(out)
 
+    act.deterministic = not sample  # greedy: `evaluate` may end looping episodes early
     return act

@@ -73,7 +73,11 @@ def test_a_device_this_machine_lacks_is_one_clear_error(device, message):
 
 
 def test_best_recipe_gives_coefficient_options_only_to_networks_with_coefficients():
-    from rllib_synpo.budgeted import BEST_COEFFICIENT_OPTIONS, BEST_WEIGHT_DECAY, best_recipe
+    from rllib_synpo.budgeted import (
+        BEST_COEFFICIENT_OPTIONS,
+        BEST_WEIGHT_DECAY,
+        best_recipe,
+    )
 
     for network in ("synpo", "mtl", "mlp", "sf"):
         config = best_recipe(network=network)
