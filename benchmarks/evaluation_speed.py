@@ -3,7 +3,8 @@ per pair) of saved weights, with looping episodes ended early (the default) and 
 
     python benchmarks/evaluation_speed.py results/curves/R_norm_wd1e-4_80min.pt --episodes 100 --threads 2
 
-The weights are a `benchmarks/learning_speed.py` ``.pt`` of `best_recipe`'s network.
+The weights are a `benchmarks/learning_speed.py` ``.pt`` of `best_recipe`'s network
+(``--no-normalize-embeddings`` for runs made without ``--normalize-embeddings``, such as L).
 """
 
 from __future__ import annotations
@@ -28,11 +29,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--episodes", type=int, default=100, help="episodes per pair")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     p.add_argument("--feature-dim", type=int, default=best_recipe().feature_dim)
+    p.add_argument("--normalize-embeddings", action=argparse.BooleanOptionalAction, default=True,
+                   help="the weights' network feeds unit-length embeddings to alpha/beta (as best_recipe)")
     p.add_argument("--also-run-out", action="store_true", help="also time the evaluation that runs every episode out")
     args = p.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    net = network_for(best_recipe(feature_dim=args.feature_dim), BatchedGridWorld(1).grid_spec)
+    recipe = best_recipe(feature_dim=args.feature_dim, network_kwargs={"normalize_embeddings": args.normalize_embeddings})
+    net = network_for(recipe, BatchedGridWorld(1).grid_spec)
     net.load_state_dict(torch.load(args.weights))
     pairs = list(random_split(seed=0).all_pairs)
     seconds = {}
