@@ -20,8 +20,6 @@ from rllib_synpo.budgeted import best_recipe
 from rllib_synpo.direct import network_for
 from rllib_synpo.evaluation import evaluate, torch_greedy_policy
 
-PAPER_WORLD = {"frame_stack": 4, "window": 1, "agent_channel": False}
-
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -42,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     seconds = {}
     for deterministic in (True, False) if args.also_run_out else (True,):
         start = time.perf_counter()
-        results = evaluate(torch_greedy_policy(net), pairs, args.episodes, seed=0, env_kwargs=PAPER_WORLD, deterministic=deterministic)
+        results = evaluate(torch_greedy_policy(net), pairs, args.episodes, seed=0, deterministic=deterministic)  # the paper's observation
         seconds[deterministic] = time.perf_counter() - start
         label = "loops ended early" if deterministic else "every episode run out"
         print(f"{label:22s} {seconds[deterministic]:7.1f} s  {results.episodes.sum()} episodes, "
