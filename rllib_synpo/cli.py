@@ -104,7 +104,8 @@ def _needed_cpus(experiments: dict) -> int:
         config = spec.get("config") or {}
         runners = config.get("num_env_runners", 0)
         runners = max(runners["grid_search"]) if _is_tune_search(runners) else runners
-        needed = max(needed, 1 + int(runners) * int(config.get("num_cpus_per_env_runner", 1)))
+        main = int(config.get("num_cpus_for_main_process", 1))
+        needed = max(needed, main + int(runners) * int(config.get("num_cpus_per_env_runner", 1)))
     return needed
 
 
@@ -120,8 +121,9 @@ def _init_ray(address: str | None, experiments: dict) -> None:
     if address:
         ray.init(address=address)
         return
-    # A trial asks for 1 CPU + 1 per env runner; on a small machine more logical CPUs than cores
-    # keep it from waiting forever (the runners then share the cores).
+    # A trial asks for its main process's CPUs (its torch threads: Ray sets OMP_NUM_THREADS to
+    # them) + 1 per env runner; on a small machine more logical CPUs than cores keep it from
+    # waiting forever (the processes then share the cores).
     num_cpus = max(os.cpu_count() or 1, _needed_cpus(experiments))
     # "local": a new Ray of our own even when another one runs on this machine (joining a
     # cluster is what --address / RAY_ADDRESS are for).

@@ -145,3 +145,14 @@ def test_storage_paths_are_made_absolute_and_uris_kept():
 
     assert _storage_path("runs") == str(Path("runs").resolve())
     assert _storage_path("s3://bucket/sweeps") == "s3://bucket/sweeps"
+
+
+@pytest.mark.parametrize(
+    "config, cpus",
+    [({}, 1), ({"num_env_runners": 2}, 3), ({"num_cpus_for_main_process": 2}, 2),
+     ({"num_cpus_for_main_process": 2, "num_env_runners": {"grid_search": [0, 1]}, "num_cpus_per_env_runner": 2}, 4)],
+)
+def test_local_ray_has_the_cpus_a_trial_asks_for(config, cpus):
+    from rllib_synpo.cli import _needed_cpus
+
+    assert _needed_cpus({"a": {"config": {}}, "b": {"config": config}}) == cpus
