@@ -43,16 +43,22 @@ def loss_weights(config) -> LossWeights:
     return LossWeights(config.l1, config.l2, config.l3, config.learner_config_dict.get(SF_TD_WEIGHT_KEY, SF_TD_WEIGHT))
 
 
+def register_module_optimizer(learner: TorchLearner, module_id, config, optimizer_class=torch.optim.Adam, **options) -> None:
+    """One ``optimizer_class`` over the module's parameters with the config's ``weight_decay``
+    (shared by the imitation and the PPO learners)."""
+    params = learner.get_parameters(learner.module[module_id])
+    optimizer = optimizer_class(params, weight_decay=config.weight_decay, **options)
+    # RLlib's scheduler sets (and updates) the learning rate from config.lr.
+    learner.register_optimizer(module_id=module_id, optimizer=optimizer, params=params, lr_or_lr_schedule=config.lr)
+
+
 class SynPoTorchLearner(TorchLearner):
     """``CE(pi, a_expert) + l1 * MSE(r_hat, r) + l2 * CE_env + l3 * CE_task`` (for baseline
     networks: their own terms, `rllib_synpo.losses.imitation_losses`), each term logged.
     The optimizer is Adam with the config's ``weight_decay``."""
 
     def configure_optimizers_for_module(self, module_id, config=None) -> None:
-        params = self.get_parameters(self._module[module_id])
-        optimizer = torch.optim.Adam(params, weight_decay=config.weight_decay)
-        # RLlib's scheduler sets (and updates) the learning rate from config.lr.
-        self.register_optimizer(module_id=module_id, optimizer=optimizer, params=params, lr_or_lr_schedule=config.lr)
+        register_module_optimizer(self, module_id, config)
 
     def compute_loss_for_module(self, *, module_id, config, batch, fwd_out) -> torch.Tensor:
         terms = synpo_loss_terms(self.module[module_id].unwrapped(), batch, fwd_out, loss_weights(config))

@@ -235,13 +235,12 @@ class SynPoPPOTorchLearner(PPOTorchLearner):
     is RMSProp (the paper) or Adam, with weight decay."""
 
     def configure_optimizers_for_module(self, module_id, config=None) -> None:
-        params = self.get_parameters(self._module[module_id])
+        from rllib_synpo.learner import register_module_optimizer
+
         if config.optimizer_type == "rmsprop":
-            optimizer = torch.optim.RMSprop(params, alpha=RMSPROP_ALPHA, eps=RMSPROP_EPS, weight_decay=config.weight_decay)
+            register_module_optimizer(self, module_id, config, torch.optim.RMSprop, alpha=RMSPROP_ALPHA, eps=RMSPROP_EPS)
         else:
-            optimizer = torch.optim.Adam(params, weight_decay=config.weight_decay)
-        # RLlib's scheduler sets (and updates) the learning rate from config.lr.
-        self.register_optimizer(module_id=module_id, optimizer=optimizer, params=params, lr_or_lr_schedule=config.lr)
+            register_module_optimizer(self, module_id, config)
 
     def compute_loss_for_module(self, *, module_id, config, batch, fwd_out) -> torch.Tensor:
         from rllib_synpo.learner import synpo_loss_terms

@@ -58,6 +58,7 @@ def test_one_iteration_from_the_imitation_checkpoint(ppo_algo, tmp_path):
     assert env_config["gridworld"] == {"max_steps": 60}  # the checkpoint's
     optimizer = algo.learner_group._learner.get_optimizer("synpo")
     assert isinstance(optimizer, torch.optim.RMSprop) and optimizer.param_groups[0]["weight_decay"] == 1e-4
+    assert (optimizer.defaults["alpha"], optimizer.defaults["eps"]) == (0.99, 1e-5)  # the paper's
     before = _weights(algo.get_module("synpo"))
     result = algo.train()
     learner = result["learners"]["synpo"]
