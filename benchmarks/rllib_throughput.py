@@ -34,7 +34,7 @@ def _parser() -> argparse.ArgumentParser:
 def synpo_config(path: str):
     """The `SynPoConfig` of the file's single SynPo experiment, evaluation off."""
     from rllib_synpo.algorithm import SynPo
-    from rllib_synpo.cli import _translate, load_experiments
+    from rllib_synpo.cli import experiment_config, load_experiments
 
     experiments = load_experiments(path)
     if len(experiments) != 1:
@@ -42,8 +42,7 @@ def synpo_config(path: str):
     (spec,) = experiments.values()
     if spec["run"] != "SynPo":
         raise SystemExit(f"{path}: expected run: SynPo, got {spec['run']!r}")
-    config = {**_translate(spec.get("config") or {}), "env": spec["env"], "evaluation_interval": None}
-    return SynPo.get_default_config().update_from_dict(config)
+    return SynPo.get_default_config().update_from_dict({**experiment_config(spec), "evaluation_interval": None})
 
 
 def measure_rllib(config, seconds: float) -> dict[str, float]:

@@ -62,9 +62,7 @@ def _check_experiment(path: Path, name: str, spec: Any) -> None:
     if unknown:
         raise UsageError(f"{where}: unknown checkpoint_config key(s) {unknown}; expected some of {sorted(CHECKPOINT_KEYS)}")
     algo_class = algorithm_class(spec["run"], where)
-    config = _translate(spec.get("config") or {})
-    if "env" in spec:
-        config["env"] = spec["env"]
+    config = experiment_config(spec)
     default = algo_class.get_default_config()
     known = set(default.to_dict()) | set(CONFIG_ALIASES.values())
     unknown = sorted(k for k in config if k not in known)
@@ -77,8 +75,12 @@ def _check_experiment(path: Path, name: str, spec: Any) -> None:
             raise UsageError(f"{where}: {str(err).strip().splitlines()[0]}") from None
 
 
-def _translate(config: dict) -> dict:
-    return {CONFIG_ALIASES.get(key, key): value for key, value in config.items()}
+def experiment_config(spec: dict) -> dict:
+    """An experiment's ``config`` in AlgorithmConfig's dict keys, with its ``env``."""
+    config = {CONFIG_ALIASES.get(key, key): value for key, value in (spec.get("config") or {}).items()}
+    if "env" in spec:
+        config["env"] = spec["env"]
+    return config
 
 
 def _is_tune_search(value: Any) -> bool:
@@ -140,10 +142,8 @@ def train_file(args: argparse.Namespace) -> int:
             spec["stop"] = stop_override
         spec["storage_path"] = _storage_path(args.storage_path or spec.get("storage_path") or DEFAULT_STORAGE)
         spec.setdefault("checkpoint_config", {"checkpoint_frequency": 1, "checkpoint_at_end": True})
-        config = _translate(spec.pop("config", None) or {})
-        if "env" in spec:
-            config["env"] = spec.pop("env")
-        spec["config"] = config
+        spec["config"] = experiment_config(spec)
+        spec.pop("env", None)
     _init_ray(args.address, experiments)
     tune.run_experiments(experiments, resume="AUTO" if args.resume else False, verbose=1)
     return 0

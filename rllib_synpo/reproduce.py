@@ -230,12 +230,13 @@ class Context:
         cpus = sorted({r["cpu"] for r in results}) or [cpu_model()]
         gpus = sorted({r["device"] for r in results if r.get("device", r["cpu"]) != r["cpu"]})
         wall = sum(r["wall_seconds"] for r in results)
+        d = best_recipe()
         return [
             f"- command: `{self.command}`",
             f"- seeds: {' '.join(map(str, args.seeds))} (training seeds); split seed {args.split_seed}",
-            f"- recipe: best_recipe (relabelled seen tasks, compact encoder, feature_dim 1024, paper loss weights "
-            f"l1 0.01 l2 0.1 l3 0.001, unit-length embeddings into alpha/beta for SynPo and MTL, Adam lr 1e-3 "
-            f"with weight decay 1e-4 and a cosine schedule over the budget), "
+            f"- recipe: best_recipe (relabelled seen tasks, {d.encoder} encoder, feature_dim {d.feature_dim}, loss weights "
+            f"l1 {d.l1:g} l2 {d.l2:g} l3 {d.l3:g}, unit-length embeddings into alpha/beta for SynPo and MTL, Adam lr {d.lr:g} "
+            f"with weight decay {d.weight_decay:g} and a cosine schedule over the budget), "
             f"{args.num_collectors} collectors, batches of {args.batch_size}, max {args.max_steps} steps",
             f"- minutes per run: {args.minutes_per_run:g} (training; evaluation excluded); final evaluation "
             f"{args.final_episodes} episodes per pair (greedy)",

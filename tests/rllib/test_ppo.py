@@ -160,12 +160,13 @@ def test_the_tuned_example_is_valid(imitation_checkpoint, tmp_path):
 def test_tune_runs_synpoppo_by_name(imitation_checkpoint, tmp_path):
     from ray import tune
 
-    from rllib_synpo.cli import _translate, load_experiments
+    from rllib_synpo.cli import experiment_config, load_experiments
 
     experiments = load_experiments(_tuned_example(imitation_checkpoint, tmp_path))
     spec = experiments["synpo-gridworld-ppo"]
-    config = _translate(spec.pop("config"))
-    config.update(env=spec.pop("env"), train_batch_size=128, minibatch_size=64, num_epochs=1, evaluation_interval=None)
+    config = experiment_config(spec)
+    spec.pop("env")
+    config.update(train_batch_size=128, minibatch_size=64, num_epochs=1, evaluation_interval=None)
     spec.update(config=config, stop={"training_iteration": 1}, storage_path=str(tmp_path / "runs"))
     spec["checkpoint_config"] = {"checkpoint_at_end": True}
     trials = tune.run_experiments(experiments, verbose=0)
