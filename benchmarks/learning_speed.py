@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 import torch
-from synpo_envs.splits import TRANSFER_SETTINGS, Split, random_split, transfer_split
+from synpo_envs.splits import TRANSFER_SETTINGS, Pair, Split, random_split, transfer_split
 
 from rllib_synpo import budgeted
 from rllib_synpo.budgeted import (
@@ -133,14 +133,10 @@ def _budget(args: argparse.Namespace) -> Budget:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def run_pairs(args: argparse.Namespace) -> tuple[Split, list[Pair], list[Pair]]:
+    """(the split a run reports and exports, the pairs it trains on, the pairs it evaluates)."""
     if args.split == "transfer" and args.pairs != "split":
         raise SystemExit("--pairs and --split transfer both choose the trained pairs; give one")
-    if args.export and Path(args.export).exists():  # found out now, not after the training budget
-        raise SystemExit(f"--export {args.export} exists; name a new folder")
-    if args.threads:
-        torch.set_num_threads(args.threads)
     split = random_split(seed=args.split_seed) if args.split == "paper" else transfer_split(TRANSFER_SETTINGS[0])
     seen_pairs = list(split.seen)
     if args.split == "transfer":  # the other pairs have untrained embeddings until adaptation
@@ -153,6 +149,16 @@ def main(argv: list[str] | None = None) -> int:
         split_pairs = [(e, t) for e in envs for t in range(split.num_tasks)]
     else:
         split_pairs = list(split.all_pairs)
+    return split, seen_pairs, split_pairs
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    split, seen_pairs, split_pairs = run_pairs(args)
+    if args.export and Path(args.export).exists():  # found out now, not after the training budget
+        raise SystemExit(f"--export {args.export} exists; name a new folder")
+    if args.threads:
+        torch.set_num_threads(args.threads)
     config = _config(args)
     try:
         trainer = DirectImitation(config, seen_pairs, seed=args.seed)

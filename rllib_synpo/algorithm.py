@@ -30,6 +30,7 @@ from rllib_synpo.config import MODULE_ID, SynPoConfig, resolve_split
 from rllib_synpo.learner import EXECUTED_ACTION, EXPERT_ACTION, NEXT_ROW, TASK_LABELS
 from rllib_synpo.losses import SF_TD_LOSS
 from rllib_synpo.replay import TrajectoryReplay
+from rllib_synpo.rl_module import check_model_config
 from rllib_synpo.thor.pair_env import THOR_PAIRS_ENV_NAME, thor_frame_layout
 from rllib_synpo.trajectories import FrameLayout, collect_trajectories
 
@@ -133,6 +134,7 @@ class SynPo(Algorithm):
             "module_id": MODULE_ID,
             "split": resolve_split(self.config.split).to_dict(),
             "gridworld": self.config.env_config.get("gridworld", {}),
+            "model_config": check_model_config(self.config.model_config),  # PPO fine-tuning builds the same network
         }
         if self.config.env == THOR_PAIRS_ENV_NAME:
             meta["env"], meta["thor"] = THOR_PAIRS_ENV_NAME, _json_safe(self.config.env_config.get("thor", {}))

@@ -32,7 +32,7 @@ def export_checkpoint(net: nn.Module, model_config: dict, split: Split, gridworl
     # RLlib loads here, not on import: the Ray-free trainers import this module.
     from rllib_synpo.algorithm import META_FILE
     from rllib_synpo.config import MODULE_ID
-    from rllib_synpo.rl_module import SynPoTorchRLModule
+    from rllib_synpo.rl_module import SynPoTorchRLModule, check_model_config
 
     path = Path(path).expanduser().resolve()
     if path.exists():
@@ -54,7 +54,10 @@ def export_checkpoint(net: nn.Module, model_config: dict, split: Split, gridworl
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}."))
     try:
         module.save_to_path(tmp / MODULE_DIR / MODULE_ID)
-        meta = {"module_id": MODULE_ID, "split": split.to_dict(), "gridworld": gridworld, "exported_from": "direct"}
+        meta = {
+            "module_id": MODULE_ID, "split": split.to_dict(), "gridworld": gridworld,
+            "model_config": check_model_config(model_config), "exported_from": "direct",
+        }
         (tmp / META_FILE).write_text(json.dumps(meta, indent=1))
         tmp.rename(path)
     except BaseException:

@@ -20,6 +20,7 @@ seeds. A load that did not take raises `ImitationCheckpointError`.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 from pathlib import Path
@@ -37,15 +38,14 @@ from ray.rllib.core import (
 )
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
+from ray.rllib.utils.metrics import NUM_AGENT_STEPS_SAMPLED
+from synpo_envs.gridworld import BatchedGridWorld
 from synpo_envs.splits import Split
 
 from rllib_synpo.config import MODULE_ID, policy_mapping_fn, resolve_split
 from rllib_synpo.pair_env import ENV_CONFIG_KEYS, PAIRS_ENV_NAME
-from rllib_synpo.rl_module import (
-    DEFAULT_MODEL_CONFIG,
-    SynPoTorchRLModule,
-    check_model_config,
-)
+from rllib_synpo.rl_module import SynPoTorchRLModule, check_model_config
 
 OPTIMIZERS = ("rmsprop", "adam")
 # Where an algorithm checkpoint keeps the module, and the matching `component` argument.
@@ -76,6 +76,20 @@ def read_imitation_meta(checkpoint: str | Path) -> tuple[Path, dict]:
     if not module_dir.is_dir():
         raise ImitationCheckpointError(f"imitation_checkpoint {path} has no module folder {MODULE_COMPONENT}")
     return path, json.loads((path / META_FILE).read_text())
+
+
+class SynPoPPOEnvRunner(MultiAgentEnvRunner):
+    """RLlib's multi-agent env runner, with 0 sampled steps for a pair slot that did not step in
+    a sample. A slot whose gridworld episode ended waits for the other slots; RLlib leaves its
+    count NaN then (ray#62635), and PPO's sampling loop, which counts agent steps, fails with
+    "cannot convert float NaN to integer"."""
+
+    def sample(self, *args, **kwargs):
+        episodes = super().sample(*args, **kwargs)
+        for env in self.env.envs:
+            for agent in env.unwrapped.possible_agents:
+                self.metrics.log_value((NUM_AGENT_STEPS_SAMPLED, str(agent)), 0, reduce="sum")
+        return episodes
 
 
 class SynPoPPOConfig(PPOConfig):
@@ -110,8 +124,8 @@ class SynPoPPOConfig(PPOConfig):
         self.minibatch_size = 128 * 16 // 4
         self.environment(env=PAIRS_ENV_NAME, env_config={})
         self.multi_agent(policies={MODULE_ID}, policy_mapping_fn=policy_mapping_fn, count_steps_by="agent_steps")
-        self.rl_module(model_config=dict(DEFAULT_MODEL_CONFIG))
-        self.env_runners(num_env_runners=0)
+        # No model_config here: the imitation checkpoint's is used unless one is given.
+        self.env_runners(num_env_runners=0, env_runner_cls=SynPoPPOEnvRunner)
 
     def training(
         self,
@@ -171,11 +185,28 @@ class SynPoPPOConfig(PPOConfig):
         path, meta = read_imitation_meta(self.imitation_checkpoint)
         split = Split.from_dict(meta["split"], source=str(path)) if self.split is None else resolve_split(self.split)
         gridworld = dict(self.env_config.get("gridworld", meta.get("gridworld", {})))
-        if gridworld != meta.get("gridworld", {}):
+        if gridworld_settings(gridworld) != gridworld_settings(meta.get("gridworld", {})):
             raise ImitationCheckpointError(
                 f"env_config gridworld {gridworld} differs from the imitation checkpoint's {meta.get('gridworld', {})} ({path})"
             )
         return split, gridworld
+
+    def resolved_model_config(self) -> dict:
+        """The module's model_config: the imitation checkpoint's where it records one (a
+        model_config given here must then build the same network), else the one given here."""
+        given = dict(self._model_config)
+        if self.imitation_checkpoint is None:
+            return given
+        path, meta = read_imitation_meta(self.imitation_checkpoint)
+        recorded = meta.get("model_config")
+        if recorded is None:  # an older checkpoint: loading it checks the sizes
+            return given
+        if given and check_model_config(given) != check_model_config(recorded):
+            raise ImitationCheckpointError(
+                f"model_config {given} differs from the imitation checkpoint's {recorded} ({path}); "
+                "leave model_config out to fine-tune the checkpoint's network"
+            )
+        return dict(recorded)
 
     def validate(self) -> None:
         super().validate()
@@ -197,6 +228,7 @@ class SynPoPPOConfig(PPOConfig):
         if self.env_config.get("behaviour", "policy") != "policy":
             self._value_error(f"PPO runs the policy: env_config behaviour must be 'policy', got {self.env_config['behaviour']!r}")
         try:
+            self._model_config = self.resolved_model_config()
             check_model_config(self.model_config)
             split, gridworld = self.resolved_split()
         except ValueError as err:
@@ -205,6 +237,14 @@ class SynPoPPOConfig(PPOConfig):
         self.env_config = {**self.env_config, "pairs": [list(p) for p in split.seen], "behaviour": "policy", "gridworld": gridworld}
         for key in ("expert_epsilon", "relabel"):
             self.env_config.pop(key, None)
+
+
+def gridworld_settings(kwargs: dict) -> dict:
+    """Gridworld keyword arguments with `BatchedGridWorld`'s defaults filled in, so that ``{}``
+    and ``{"window": 1}`` (the default) compare equal."""
+    parameters = inspect.signature(BatchedGridWorld.__init__).parameters.values()
+    defaults = {p.name: p.default for p in parameters if p.kind is p.KEYWORD_ONLY and p.default is not p.empty}
+    return {**defaults, **kwargs}
 
 
 def masked_rows(batch: dict[str, Any], fwd_out: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

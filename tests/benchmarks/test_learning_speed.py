@@ -1,11 +1,13 @@
 """The learning-speed benchmark with a tiny budget: it trains, evaluates and writes its curve."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -65,3 +67,16 @@ def test_transfer_split_run_exports_a_checkpoint_of_the_p_quadrant(tmp_path):
         from benchmarks.learning_speed import main
 
         main(["--export", str(tmp_path / "ckpt")])
+    # The same checkpoint, written afterwards from the run's .pt and the command line in its .json.
+    from benchmarks.export_run import main as export_run
+
+    assert export_run([str(tmp_path / "curve.pt"), str(tmp_path / "later")]) == 0
+    later, later_split, _ = load_checkpoint(tmp_path / "later")
+    assert later_split.to_dict() == split.to_dict()
+    assert all(torch.equal(v, net.state_dict()[k]) for k, v in later.state_dict().items())
+    recorded = json.loads((tmp_path / "later" / "synpo_meta.json").read_text())["model_config"]
+    assert recorded == json.loads((tmp_path / "ckpt" / "synpo_meta.json").read_text())["model_config"]
+    assert recorded["normalize_embeddings"] is True
+    with pytest.raises(SystemExit, match="curve.json not found"):
+        (tmp_path / "curve.json").unlink()
+        export_run([str(tmp_path / "curve.pt"), str(tmp_path / "again")])

@@ -1,6 +1,7 @@
 """PPO fine-tuning from a real (tiny) SynPo imitation checkpoint: one iteration, the loaded-policy
 assertion, broken checkpoints, knobs, the tuned example and Tune."""
 
+import json
 import shutil
 from pathlib import Path
 
@@ -97,11 +98,20 @@ def test_the_greedy_evaluation_check_catches_a_different_policy(ppo_algo, imitat
         ppo.check_loaded_policy(ppo_algo, other, where="test")
 
 
-def test_a_mismatched_checkpoint_fails_loudly(imitation_checkpoint):
+def test_a_mismatched_checkpoint_fails_loudly(imitation_checkpoint, tmp_path):
+    from rllib_synpo.algorithm import META_FILE
     from rllib_synpo.ppo import ImitationCheckpointError
 
+    other = {**TINY_MODEL, "embedding_dim": 16}
+    with pytest.raises(ValueError, match="model_config .* differs from the imitation checkpoint's .*leave model_config out"):
+        tiny_ppo_config(imitation_checkpoint).rl_module(model_config=other).build_algo()
+    # A checkpoint that does not record its model_config (older ones) fails when loading.
+    older = Path(shutil.copytree(imitation_checkpoint, tmp_path / "older"))
+    meta = json.loads((older / META_FILE).read_text())
+    del meta["model_config"]
+    (older / META_FILE).write_text(json.dumps(meta))
     with pytest.raises(ImitationCheckpointError, match="could not load the imitation module .*size mismatch for net.env_embedding.weight"):
-        tiny_ppo_config(imitation_checkpoint).rl_module(model_config={**TINY_MODEL, "embedding_dim": 16}).build_algo()
+        tiny_ppo_config(older).rl_module(model_config=other).build_algo()
 
 
 def test_a_corrupted_checkpoint_fails_loudly(imitation_checkpoint, tmp_path):
@@ -135,6 +145,16 @@ def test_validate_rejects_another_gridworld_or_the_expert(imitation_checkpoint):
     config = tiny_ppo_config(imitation_checkpoint).environment(env_config={"behaviour": "expert"})
     with pytest.raises(ValueError, match="behaviour must be 'policy'"):
         config.validate()
+
+
+def test_the_checkpoint_decides_the_network_and_spelled_out_gridworld_defaults_match(imitation_checkpoint):
+    from rllib_synpo.ppo import SynPoPPOConfig
+    from rllib_synpo.rl_module import check_model_config
+
+    config = SynPoPPOConfig().training(imitation_checkpoint=str(imitation_checkpoint))  # no model_config
+    config.environment(env_config={"gridworld": {"max_steps": 60, "window": 1, "frame_stack": 4}})  # spelled-out defaults
+    config.validate()
+    assert check_model_config(config.model_config) == check_model_config(TINY_MODEL)
 
 
 def _tuned_example(checkpoint, tmp_path) -> Path:
@@ -172,3 +192,27 @@ def test_tune_runs_synpoppo_by_name(imitation_checkpoint, tmp_path):
     trials = tune.run_experiments(experiments, verbose=0)
     assert [t.status for t in trials] == ["TERMINATED"]
     assert list((tmp_path / "runs" / "synpo-gridworld-ppo").glob("*/checkpoint_*/synpo_meta.json"))
+
+
+def test_slots_done_before_their_episode_ends_count_zero_steps_not_nan(imitation_checkpoint):
+    """A pair slot whose gridworld episode ended waits for the others; a sample of only such
+    steps must count it as 0 agent steps (RLlib's own count is NaN there, ray#62635, and PPO's
+    sampling loop then fails with "cannot convert float NaN to integer")."""
+    from ray.rllib.utils.metrics import NUM_AGENT_STEPS_SAMPLED
+
+    from rllib_synpo.ppo import SynPoPPOEnvRunner
+
+    # The expert's episodes end at different steps in different slots (PPO runs the policy).
+    config = tiny_ppo_config(imitation_checkpoint)
+    config.environment(env_config={"num_slots": 4, "behaviour": "expert", "pairs": [[0, 0], [1, 1]], "gridworld": {"max_steps": 60}})
+    runner = SynPoPPOEnvRunner(config=config, worker_index=0, num_workers=0)
+    absent = 0
+    for _ in range(60):
+        episodes = runner.sample(num_timesteps=1)  # one env step
+        stepped = {str(aid) for episode in episodes for aid, agent in episode.agent_episodes.items() if len(agent)}
+        counts = runner.get_metrics()[NUM_AGENT_STEPS_SAMPLED]
+        absent += len(set(counts) - stepped)
+        assert all(float(count) >= 0 for count in counts.values()), counts  # NaN fails too
+        assert sum(int(count) for count in counts.values()) == len(stepped)
+    runner.stop()
+    assert absent > 0  # the case happened
