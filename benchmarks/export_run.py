@@ -23,7 +23,7 @@ from rllib_synpo.direct import network_for
 from rllib_synpo.export import ExportError, export_checkpoint
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script: its sibling
-import learning_speed  # noqa: E402
+import learning_speed
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,9 @@
 """Where a trained SynPo policy fails: greedy episodes on the seen and unseen pairs split into
 success, no pick-up at all (wandered to the step limit), a wrong first treasure, and a right
-first treasure followed by failure.
+first treasure followed by failure. The unseen pairs are also split by what the seen pairs of
+their maze cover: whether some seen task of the maze starts with the pair's first colour (if
+none does, "go to that colour with every treasure present" was never trained in that maze, and
+neither were the maze's states without that treasure).
 
     python benchmarks/failure_breakdown.py results/curves/RUN.pt --feature-dim 1024 [--episodes 5]
 
@@ -11,11 +14,12 @@ from __future__ import annotations
 
 import argparse
 
+import numpy as np
 import torch
-from synpo_envs.gridworld.constants import NUM_ACTIONS
-from synpo_envs.splits import random_split
+from synpo_envs.gridworld.constants import NUM_ACTIONS, TASK_COLOURS
+from synpo_envs.splits import Pair, Split, random_split
 
-from rllib_synpo.evaluation import evaluate, torch_greedy_policy
+from rllib_synpo.evaluation import PairResults, evaluate, torch_greedy_policy
 from rllib_synpo.networks import make_network
 
 
@@ -38,12 +42,30 @@ def main(argv: list[str] | None = None) -> int:
     net.eval()
     for name, pairs in (("seen", split.seen), ("unseen", split.unseen)):
         r = evaluate(torch_greedy_policy(net), list(pairs), args.episodes, seed=args.seed)
-        n, wins, picked, right = r.episodes.sum(), r.successes.sum(), r.picked.sum(), r.first_pick_correct.sum()
-        print(
-            f"{name:6s} {n:6d} episodes: success {wins / n:6.1%}, no pick-up {(n - picked) / n:6.1%}, "
-            f"wrong first treasure {(picked - right) / n:6.1%}, right first treasure then failed {(right - wins) / n:6.1%}"
-        )
+        _print_outcomes(name, r, np.ones(len(pairs), bool))
+        if name == "unseen":
+            covered = first_colour_covered(split, list(pairs))
+            _print_outcomes("unseen, first colour starts a seen task of the maze", r, covered)
+            _print_outcomes("unseen, first colour starts no seen task of the maze", r, ~covered)
     return 0
+
+
+def first_colour_covered(split: Split, pairs: list[Pair]) -> np.ndarray:
+    """Per pair: does some seen task of the pair's maze start with the pair's first colour?"""
+    firsts = {(e, TASK_COLOURS[t][0]) for e, t in split.seen}
+    return np.array([(e, TASK_COLOURS[t][0]) in firsts for e, t in pairs], bool)
+
+
+def _print_outcomes(name: str, r: PairResults, keep: np.ndarray) -> None:
+    n, wins = r.episodes[keep].sum(), r.successes[keep].sum()
+    picked, right = r.picked[keep].sum(), r.first_pick_correct[keep].sum()
+    if n == 0:
+        print(f"{name}: no pairs")
+        return
+    print(
+        f"{name} ({keep.sum()} pairs, {n} episodes): success {wins / n:6.1%}, no pick-up {(n - picked) / n:6.1%}, "
+        f"wrong first treasure {(picked - right) / n:6.1%}, right first treasure then failed {(right - wins) / n:6.1%}"
+    )
 
 
 if __name__ == "__main__":

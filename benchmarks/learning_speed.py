@@ -21,7 +21,13 @@ import sys
 from pathlib import Path
 
 import torch
-from synpo_envs.splits import TRANSFER_SETTINGS, Pair, Split, random_split, transfer_split
+from synpo_envs.splits import (
+    TRANSFER_SETTINGS,
+    Pair,
+    Split,
+    random_split,
+    transfer_split,
+)
 
 from rllib_synpo import budgeted
 from rllib_synpo.budgeted import (

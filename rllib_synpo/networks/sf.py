@@ -75,7 +75,7 @@ class SuccessorFeatureNetwork(nn.Module):
             logits=torch.einsum("nak,nk->na", successor, w),  # Q(s, a)
             reward=torch.einsum("nak,nk->na", features, w),
             sa_features=successor,
-            value=self.value_head(torch.cat([psi, e_env, e_task], dim=-1)).squeeze(-1),
+            value=self.value_head(torch.cat([psi, e_env, e_task], dim=-1).detach()).squeeze(-1),  # reads the features, never trains them (SynPoOutputs.value)
             extras={"features": features, "task_weights": w},
         )
 

@@ -24,7 +24,12 @@ class SynPoOutputs:
     logits: torch.Tensor  # (N, A)
     reward: torch.Tensor  # (N, A): predicted reward of every action
     sa_features: torch.Tensor  # (N, A, K)
-    value: torch.Tensor  # (N,)
+    # (N,) state value, for PPO. The value heads read the state features and embeddings through
+    # a stop-gradient: fine-tuning changes them through the policy loss only. With the value
+    # loss flowing into them, PPO at the paper's settings took an 83.5% (seen AvgSR) imitation
+    # policy to 20% within 10 iterations (results/ppo_finetuning.md). ModuleNet's value is an
+    # output of its composed modules and shares them.
+    value: torch.Tensor
     # Network-specific tensors some loss terms read (SF: "features" phi, "task_weights" w).
     extras: dict[str, torch.Tensor] = field(default_factory=dict)
 
@@ -133,7 +138,7 @@ class SynPoNetwork(nn.Module):
         coefficient_inputs = self.coefficient_dropout(embeddings)
         logits = torch.einsum("nak,nk->na", sa, self.alpha(coefficient_inputs)) + self.policy_bias
         reward = torch.einsum("nak,nk->na", sa, self.beta(coefficient_inputs)) + self.reward_bias
-        value = self.value_head(torch.cat([psi, embeddings], dim=-1)).squeeze(-1)
+        value = self.value_head(torch.cat([psi, embeddings], dim=-1).detach()).squeeze(-1)  # reads the features, never trains them (SynPoOutputs.value)
         return SynPoOutputs(logits=logits, reward=reward, sa_features=sa, value=value)
 
     def pair_coefficients(self, device: torch.device | str | None = None) -> torch.Tensor:

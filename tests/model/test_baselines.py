@@ -357,3 +357,15 @@ def test_tuned_examples_differ_from_synpo_only_in_the_network(kind):
     assert baseline["config"].pop("model_config") == {**synpo_model, "network": kind}
     assert baseline == synpo
     check_model_config({"network": kind})
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_value_loss_trains_the_value_head_and_not_the_policy_features(kind):
+    net, batch = _net(kind), _batch()
+    out = net(batch["obs"], batch["env_id"], batch["task_id"])
+    (out.value - batch["reward"]).square().mean().backward()
+    reached = {name for name, p in net.named_parameters() if p.grad is not None and p.grad.abs().sum() > 0}
+    if kind == "modulenet":  # its value is an output of its environment modules (SynPoOutputs.value)
+        assert "env_embedding.weight" in reached
+    else:
+        assert reached == {"value_head.weight", "value_head.bias"}
