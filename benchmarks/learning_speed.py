@@ -92,6 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--window", type=int, default=1)
     p.add_argument("--agent-channel", action="store_true", help="non-occluding observation variant")
     p.add_argument("--relabel", action="store_true", help="relabel states with every seen task of their env")
+    p.add_argument("--absent-treasures", type=float, default=d.absent_treasures, help="collection only: each treasure outside the task is absent from the start with this probability (not the paper)")
     p.add_argument("--feature-dim", type=int, default=d.feature_dim)
     p.add_argument("--pairs", default="split", help="'split' (144 seen) or 'e:t,e:t,...' to train on given pairs")
     p.add_argument("--split", choices=SPLITS, default="paper",
@@ -122,7 +123,8 @@ def _config(args: argparse.Namespace) -> DirectConfig:
         network_kwargs=_network_kwargs(args), batch_size=args.batch_size, l1=args.l1, l2=args.l2, l3=args.l3,
         pick_weight=args.pick_weight, epsilon=args.epsilon, dagger=args.dagger,
         num_collectors=args.num_collectors, collect_every=args.collect_every,
-        replay_capacity=args.replay_capacity, warmup_states=args.warmup_states, relabel_seen_tasks=args.relabel, feature_dim=args.feature_dim,
+        replay_capacity=args.replay_capacity, warmup_states=args.warmup_states, relabel_seen_tasks=args.relabel,
+        absent_treasures=args.absent_treasures, feature_dim=args.feature_dim,
         env_kwargs={"frame_stack": args.frame_stack, "window": args.window, "agent_channel": args.agent_channel}, device=args.device,
     )
 

@@ -66,6 +66,9 @@ class DirectConfig:
     # Also train the policy on the expert's action for every other *seen* task of the state's
     # environment (an expert query, like DAgger; not in the paper).
     relabel_seen_tasks: bool = False
+    # Collection only (evaluation starts with all five): each treasure outside the collected
+    # pair's task is absent from the start with this probability (not in the paper).
+    absent_treasures: float = 0.0
     device: str = "cpu"  # torch device of the network, its updates and its evaluation
 
     def model_config(self) -> dict:
@@ -242,7 +245,9 @@ class DirectImitation:
         self.device = available_device(config.device)
         torch.manual_seed(seed)
         self.rng = np.random.default_rng(seed)
-        self.env = BatchedGridWorld(config.num_collectors, pairs=seen_pairs, copy=False, **config.env_kwargs)
+        self.env = BatchedGridWorld(
+            config.num_collectors, pairs=seen_pairs, copy=False, absent_treasures=config.absent_treasures, **config.env_kwargs
+        )
         self.obs, self.info = self.env.reset(seed=seed)
         spec = self.env.grid_spec
         self.net = network_for(config, spec).to(self.device)

@@ -56,6 +56,7 @@ class BatchedGridWorld(VectorEnv):
         reward: Mapping[str, float] | None = None,
         use_maze_start: bool = False,
         agent_channel: bool = False,
+        absent_treasures: float = 0.0,
         copy: bool = True,
     ) -> None:
         if not isinstance(num_envs, (int, np.integer)) or isinstance(num_envs, bool) or num_envs < 1:
@@ -70,6 +71,7 @@ class BatchedGridWorld(VectorEnv):
             reward=reward,
             use_maze_start=use_maze_start,
             agent_channel=agent_channel,
+            absent_treasures=absent_treasures,
         )
         self.copy = copy  # False returns views of internal buffers that the next step overwrites
         self.single_observation_space = observation_space(self.grid_spec)

@@ -92,6 +92,7 @@ class GridSpec:
         reward: Mapping[str, float] | None = None,
         use_maze_start: bool = False,
         agent_channel: bool = False,
+        absent_treasures: float = 0.0,
     ) -> None:
         self.mazes: list[Maze] = resolve_mazes(mazes)
         self.num_envs = len(self.mazes)
@@ -104,6 +105,11 @@ class GridSpec:
         self.max_steps = max_steps
         self.rewards = Rewards.from_overrides(reward)
         self.use_maze_start = use_maze_start
+        # Not the paper's (0): each treasure outside the episode's task is left out of the start
+        # with this probability, so training data shows every maze with varied treasure sets.
+        if isinstance(absent_treasures, bool) or not isinstance(absent_treasures, (int, float)) or not 0 <= absent_treasures < 1:
+            raise ValueError(f"absent_treasures must be a probability in [0, 1), got {absent_treasures!r}")
+        self.absent_treasures = float(absent_treasures)
         if pairs is None:
             pairs = [(e, t) for e in range(self.num_envs) for t in range(self.num_tasks)]
         self.pairs = np.array([self.check_pair(p) for p in pairs], dtype=np.int64).reshape(-1, 2)
@@ -165,6 +171,10 @@ class GridSpec:
                 index += index >= taken
             chosen.append(index)
         treasures = free[chosen]
+        if self.absent_treasures > 0:  # drawn only then: the paper's setting keeps its stream
+            absent = rng.random(NUM_COLOURS) < self.absent_treasures
+            absent[TASK_COLOURS[task_id]] = False
+            treasures = np.where(absent, -1, treasures)
         start = self.mazes[env_id].start
         if self.use_maze_start and start is not None:
             agent = start[0] * GRID_SIZE + start[1]

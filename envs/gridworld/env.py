@@ -43,7 +43,9 @@ class GridWorld(gym.Env):
     E purple. A task (one of the 20 ordered colour pairs ``AB BC ... ED``) asks the agent to pick
     up the first colour's treasure and then the second's. Every reset places the five treasures
     on distinct floor cells and the agent on any floor cell, uniformly, and draws an
-    (env_id, task_id) pair from ``pairs``. ``reset(options={"pair": (e, t)})`` forces the pair;
+    (env_id, task_id) pair from ``pairs``; ``absent_treasures=p`` (not the paper's: for varied
+    training data) leaves each treasure outside the task out with probability p.
+    ``reset(options={"pair": (e, t)})`` forces the pair;
     adding ``"agent_pos": (r, c)`` and ``"treasure_pos": [(r, c)] * 5`` (colours A-E) fixes the
     layout too.
 
@@ -90,6 +92,7 @@ class GridWorld(gym.Env):
         reward: Mapping[str, float] | None = None,
         use_maze_start: bool = False,
         agent_channel: bool = False,
+        absent_treasures: float = 0.0,
         render_mode: str | None = None,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -105,6 +108,7 @@ class GridWorld(gym.Env):
             reward=reward,
             use_maze_start=use_maze_start,
             agent_channel=agent_channel,
+            absent_treasures=absent_treasures,
         )
         self.render_mode = render_mode
         self.observation_space = observation_space(self.grid_spec)

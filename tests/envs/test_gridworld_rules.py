@@ -156,3 +156,34 @@ def test_agent_channel_variant_keeps_the_treasure_visible():
     assert newest[:3, 1, 2].tolist() == TREASURE_RGB[0].tolist()
     assert newest[3, 1, 2] == 255 and newest[3].sum() == 255
     assert np.array_equal(newest[:3, 1, 1], FLOOR_RGB)  # the cell it left, plain floor
+
+
+def test_absent_treasures_leave_out_only_colours_outside_the_task():
+    from synpo_envs.gridworld import BatchedGridWorld
+    from synpo_envs.gridworld.constants import TASK_COLOURS
+
+    envs = BatchedGridWorld(512, absent_treasures=0.5)
+    envs.reset(seed=1)
+    present = envs.state.treasures >= 0
+    in_task = np.zeros_like(present)
+    in_task[np.arange(len(present))[:, None], TASK_COLOURS[envs.state.task_id]] = True
+    assert present[in_task].all()  # the task's two treasures are always there
+    share = 1 - present[~in_task].mean()
+    assert 0.45 < share < 0.55  # 512 x 3 draws of p = 0.5
+    expert = envs.grid_spec.task_expert_actions(envs.state.env_id, envs.state.agent, envs.state.treasures)
+    assert expert[1][np.arange(512), envs.state.task_id].all()  # every start is possible for its task
+
+
+def test_absent_treasures_draw_the_same_cells_and_default_to_none():
+    from synpo_envs.gridworld.core import GridSpec
+
+    paper, varied = GridSpec(), GridSpec(absent_treasures=0.9)
+    for seed in range(20):
+        full = paper.sample_layout(np.random.default_rng(seed))
+        thinned = varied.sample_layout(np.random.default_rng(seed))
+        assert (full.treasures >= 0).all() and full.agent == thinned.agent
+        kept = thinned.treasures >= 0
+        assert (thinned.treasures[kept] == full.treasures[kept]).all()
+    for bad in (-0.1, 1.0, "0.5", True):
+        with pytest.raises(ValueError, match="absent_treasures must be a probability in \\[0, 1\\), got"):
+            GridSpec(absent_treasures=bad)
