@@ -6,6 +6,7 @@ from typing import Any
 
 import torch
 from ray.rllib.core.columns import Columns
+from ray.rllib.core.learner.learner import DEFAULT_OPTIMIZER
 from ray.rllib.core.learner.torch.torch_learner import TorchLearner
 
 from rllib_synpo.losses import SF_TD_WEIGHT, TOTAL_LOSS, LossWeights, imitation_losses
@@ -43,13 +44,17 @@ def loss_weights(config) -> LossWeights:
     return LossWeights(config.l1, config.l2, config.l3, config.learner_config_dict.get(SF_TD_WEIGHT_KEY, SF_TD_WEIGHT))
 
 
-def register_module_optimizer(learner: TorchLearner, module_id, config, optimizer_class=torch.optim.Adam, **options) -> None:
-    """One ``optimizer_class`` over the module's parameters with the config's ``weight_decay``
-    (shared by the imitation and the PPO learners)."""
-    params = learner.get_parameters(learner.module[module_id])
+def register_module_optimizer(
+    learner: TorchLearner, module_id, config, optimizer_class=torch.optim.Adam, *, params=None, name: str = DEFAULT_OPTIMIZER, lr=None, **options
+) -> None:
+    """An ``optimizer_class`` with the config's ``weight_decay`` over ``params`` (default: all
+    the module's) at ``lr`` (default: ``config.lr``); shared by the imitation and PPO learners."""
+    params = learner.get_parameters(learner.module[module_id]) if params is None else list(params)
     optimizer = optimizer_class(params, weight_decay=config.weight_decay, **options)
-    # RLlib's scheduler sets (and updates) the learning rate from config.lr.
-    learner.register_optimizer(module_id=module_id, optimizer=optimizer, params=params, lr_or_lr_schedule=config.lr)
+    # RLlib's scheduler sets (and updates) the learning rate from lr_or_lr_schedule.
+    learner.register_optimizer(
+        module_id=module_id, optimizer_name=name, optimizer=optimizer, params=params, lr_or_lr_schedule=config.lr if lr is None else lr
+    )
 
 
 class SynPoTorchLearner(TorchLearner):

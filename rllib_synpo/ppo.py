@@ -52,6 +52,7 @@ OPTIMIZERS = ("rmsprop", "adam")
 MODULE_COMPONENT = f"{COMPONENT_LEARNER_GROUP}/{COMPONENT_LEARNER}/{COMPONENT_RL_MODULE}/{MODULE_ID}"
 AUX_LOSSES = {"reward_loss": "l1", "env_disentangle_loss": "l2", "task_disentangle_loss": "l3"}
 RMSPROP_ALPHA, RMSPROP_EPS = 0.99, 1e-5
+VALUE_OPTIMIZER = "value"  # the value head's optimizer (the rest keeps RLlib's default name)
 
 
 class ImitationCheckpointError(ValueError):
@@ -108,6 +109,7 @@ class SynPoPPOConfig(PPOConfig):
         self.imitation_checkpoint: str | None = None
         self.optimizer_type = "rmsprop"
         self.weight_decay = 1e-4
+        self.value_lr = 1e-3
         self.load_check_episodes_per_pair = 1
         self.greedy_episodes_per_pair = 2
         self.lr = 2.5e-5
@@ -137,6 +139,7 @@ class SynPoPPOConfig(PPOConfig):
         imitation_checkpoint: str | None = NotProvided,
         optimizer_type: str | None = NotProvided,
         weight_decay: float | None = NotProvided,
+        value_lr: float | None = NotProvided,
         load_check_episodes_per_pair: int | None = NotProvided,
         greedy_episodes_per_pair: int | None = NotProvided,
         **kwargs,
@@ -154,9 +157,14 @@ class SynPoPPOConfig(PPOConfig):
                 checkpoint's split, else the 144/256 split, seed 0), a `Split`, a split JSON
                 path, a split dict or ``{"random": {...}}``.
             imitation_checkpoint: A SynPo checkpoint (or an experiment folder: its newest
-                checkpoint) to start from; None starts from a random module.
+                checkpoint) to start from; None starts from a random module. Its network
+                (model_config), split and gridworld settings are used; a model_config or
+                gridworld given here must match them.
             optimizer_type: "rmsprop" (the paper; alpha 0.99, eps 1e-5) or "adam" (RLlib's default).
             weight_decay: L2 weight decay of the optimizer (paper: 1e-4).
+            value_lr: Learning rate of the value head, which has its own optimizer (same type)
+                since it reads the features through a stop-gradient (`SynPoOutputs.value`); at
+                the policy's 2.5e-5 it did not learn within 200 iterations. Not the paper's.
             load_check_episodes_per_pair: Greedy episodes per seen pair in the check that the
                 imitation module loaded (same pairs and seed for both modules).
             greedy_episodes_per_pair: Greedy episodes per pair (all of them) in each periodic
@@ -165,7 +173,7 @@ class SynPoPPOConfig(PPOConfig):
         super().training(**kwargs)
         for name, value in {
             "l1": l1, "l2": l2, "l3": l3, "split": split, "imitation_checkpoint": imitation_checkpoint,
-            "optimizer_type": optimizer_type, "weight_decay": weight_decay,
+            "optimizer_type": optimizer_type, "weight_decay": weight_decay, "value_lr": value_lr,
             "load_check_episodes_per_pair": load_check_episodes_per_pair, "greedy_episodes_per_pair": greedy_episodes_per_pair,
         }.items():
             if value is not NotProvided:
@@ -218,6 +226,8 @@ class SynPoPPOConfig(PPOConfig):
             self._value_error(f"`optimizer_type` must be one of {OPTIMIZERS}, got {self.optimizer_type!r}")
         if not isinstance(self.weight_decay, (int, float)) or self.weight_decay < 0:
             self._value_error(f"`weight_decay` must be a number >= 0, got {self.weight_decay!r}")
+        if isinstance(self.value_lr, bool) or not isinstance(self.value_lr, (int, float)) or self.value_lr <= 0:
+            self._value_error(f"`value_lr` must be a number > 0, got {self.value_lr!r}")
         for name in ("load_check_episodes_per_pair", "greedy_episodes_per_pair"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
@@ -277,10 +287,24 @@ class SynPoPPOTorchLearner(PPOTorchLearner):
     def configure_optimizers_for_module(self, module_id, config=None) -> None:
         from rllib_synpo.learner import register_module_optimizer
 
+        optimizer_class, options = (torch.optim.Adam, {})
         if config.optimizer_type == "rmsprop":
-            register_module_optimizer(self, module_id, config, torch.optim.RMSprop, alpha=RMSPROP_ALPHA, eps=RMSPROP_EPS)
-        else:
-            register_module_optimizer(self, module_id, config)
+            optimizer_class, options = torch.optim.RMSprop, {"alpha": RMSPROP_ALPHA, "eps": RMSPROP_EPS}
+        value_head = getattr(self.module[module_id].unwrapped().net, "value_head", None)
+        if value_head is None:  # ModuleNet: the value is an output of its modules
+            register_module_optimizer(self, module_id, config, optimizer_class, **options)
+            return
+        # The value head (on detached features) gets its own optimizer: its own learning rate,
+        # and its large early gradients clipped apart from the policy's.
+        value_params = {id(p) for p in value_head.parameters()}
+        params = self.get_parameters(self.module[module_id])
+        register_module_optimizer(
+            self, module_id, config, optimizer_class, params=[p for p in params if id(p) not in value_params], **options
+        )
+        register_module_optimizer(
+            self, module_id, config, optimizer_class, params=[p for p in params if id(p) in value_params],
+            name=VALUE_OPTIMIZER, lr=config.value_lr, **options,
+        )
 
     def compute_loss_for_module(self, *, module_id, config, batch, fwd_out) -> torch.Tensor:
         from rllib_synpo.learner import synpo_loss_terms

@@ -60,6 +60,11 @@ def test_one_iteration_from_the_imitation_checkpoint(ppo_algo, tmp_path):
     optimizer = algo.learner_group._learner.get_optimizer("synpo")
     assert isinstance(optimizer, torch.optim.RMSprop) and optimizer.param_groups[0]["weight_decay"] == 1e-4
     assert (optimizer.defaults["alpha"], optimizer.defaults["eps"]) == (0.99, 1e-5)  # the paper's
+    value_optimizer = algo.learner_group._learner.get_optimizer("synpo", "value")  # the value head's own
+    value_head = {id(p) for p in algo.learner_group._learner.module["synpo"].unwrapped().net.value_head.parameters()}
+    assert {id(p) for p in value_optimizer.param_groups[0]["params"]} == value_head
+    assert not value_head & {id(p) for p in optimizer.param_groups[0]["params"]}
+    assert value_optimizer.param_groups[0]["lr"] == 1e-3 and optimizer.param_groups[0]["lr"] == 2.5e-5
     before = _weights(algo.get_module("synpo"))
     result = algo.train()
     learner = result["learners"]["synpo"]
@@ -129,6 +134,7 @@ def test_a_corrupted_checkpoint_fails_loudly(imitation_checkpoint, tmp_path):
         ({"l2": -1.0}, "`l2` must be a number >= 0"),
         ({"optimizer_type": "sgd"}, "`optimizer_type` must be one of"),
         ({"weight_decay": -0.1}, "weight_decay"),
+        ({"value_lr": 0}, "`value_lr` must be a number > 0, got 0"),
         ({"load_check_episodes_per_pair": 0}, "load_check_episodes_per_pair"),
         ({"imitation_checkpoint": "/nonexistent/run"}, "/nonexistent/run is not a SynPo checkpoint"),
     ],
