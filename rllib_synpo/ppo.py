@@ -238,7 +238,7 @@ class SynPoPPOConfig(PPOConfig):
         if self.env_config.get("behaviour", "policy") != "policy":
             self._value_error(f"PPO runs the policy: env_config behaviour must be 'policy', got {self.env_config['behaviour']!r}")
         try:
-            self._model_config = self.resolved_model_config()
+            self.rl_module(model_config=self.resolved_model_config())
             check_model_config(self.model_config)
             split, gridworld = self.resolved_split()
         except ValueError as err:
