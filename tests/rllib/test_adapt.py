@@ -145,3 +145,19 @@ def test_not_a_checkpoint_is_named(tmp_path, capsys):
 
     assert main(["synpo", "adapt", str(tmp_path), "--setting", "2"]) == 2
     assert "is not a SynPo checkpoint and holds none" in capsys.readouterr().err
+
+
+def test_capacity_benchmark_relearns_known_rows(checkpoint, tmp_path, capsys):
+    from benchmarks.adapt_capacity import main
+
+    out = tmp_path / "capacity.json"
+    assert main([str(checkpoint), "--known", "0", "--iterations", "5", "--episodes", "1", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert "new" not in result  # every maze was trained, so no new group
+    known = result["known"]
+    assert known["envs"] == [0] and known["pairs"] == 19 and known["demonstration_states"] > 19
+    for key in ("demonstration_accuracy", "avg_success_rate_before", "avg_success_rate_after"):
+        assert 0 <= known[key] <= 1, key
+    assert "known envs [0]: demonstration accuracy" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match=r"--new: environments \[3\] are in the checkpoint's seen pairs"):
+        main([str(checkpoint), "--new", "3", "--known"])
