@@ -91,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     untrained = [e for e in range(len(world["mazes"])) if e not in trained_envs]
     groups = {"known": args.known if args.known is not None else trained_envs[:GROUP_SIZE], "new": args.new if args.new is not None else untrained[:GROUP_SIZE]}
     for name, envs in groups.items():
+        outside = [e for e in envs if not 0 <= e < len(world["mazes"])]
+        if outside:
+            raise SystemExit(f"--{name}: environments {outside} are not ids of the checkpoint's {len(world['mazes'])} mazes (0..{len(world['mazes']) - 1})")
         wrong = [e for e in envs if (e in trained_envs) != (name == "known")]
         if wrong:
             raise SystemExit(f"--{name}: environments {wrong} are {'not ' if name == 'known' else ''}in the checkpoint's seen pairs {trained_envs}")

@@ -161,3 +161,5 @@ def test_capacity_benchmark_relearns_known_rows(checkpoint, tmp_path, capsys):
     assert "known envs [0]: demonstration accuracy" in capsys.readouterr().out
     with pytest.raises(SystemExit, match=r"--new: environments \[3\] are in the checkpoint's seen pairs"):
         main([str(checkpoint), "--new", "3", "--known"])
+    with pytest.raises(SystemExit, match=r"--known: environments \[20\] are not ids of the checkpoint's 20 mazes \(0..19\)"):
+        main([str(checkpoint), "--known", "20"])
