@@ -27,8 +27,9 @@ from synpo_envs.gridworld.mazes import resolve_mazes
 
 from rllib_synpo.adapt import (
     AdaptConfig,
-    _batch,
     collect_demonstrations,
+    demonstration_batch,
+    freeze_all_but,
     renew_embedding,
     train_new_embeddings,
 )
@@ -43,7 +44,7 @@ def demonstration_accuracy(module, demos: dict[str, np.ndarray], chunk: int = 40
     hits = []
     with torch.no_grad():
         for start in range(0, len(demos["reward"]), chunk):
-            batch = _batch(demos, np.arange(start, min(start + chunk, len(demos["reward"]))))
+            batch = demonstration_batch(demos, np.arange(start, min(start + chunk, len(demos["reward"]))))
             logits = module.forward_inference(batch)["action_dist_inputs"]
             hits.append((logits.argmax(-1) == batch["expert_action"]).float().numpy())
     return float(np.concatenate(hits).mean())
@@ -57,8 +58,7 @@ def relearn(module, envs: Sequence[int], tasks: Sequence[int], world: dict, conf
     before = evaluate(torch_greedy_policy(net), pairs, episodes, seed=config.seed, env_kwargs=world).summary()
     grown, _ = renew_embedding(net.env_embedding, net.env_embedding.num_embeddings, envs, torch.Generator().manual_seed(config.seed))
     net.env_embedding = grown
-    for parameter in net.parameters():
-        parameter.requires_grad_(parameter is grown.weight)
+    freeze_all_but(net, [grown.weight])
     demos = collect_demonstrations(pairs, world, seed=config.seed)
     start = time.perf_counter()
     log = train_new_embeddings(module, demos, config, [grown.weight])

@@ -126,6 +126,12 @@ def renew_embedding(embedding: nn.Embedding, num_rows: int, new_rows: Sequence[i
     return grown, mask
 
 
+def freeze_all_but(net: nn.Module, trainable: Sequence[nn.Parameter]) -> None:
+    """Only the ``trainable`` parameters of ``net`` receive gradients."""
+    for parameter in net.parameters():
+        parameter.requires_grad_(any(parameter is p for p in trainable))
+
+
 def collect_demonstrations(pairs: Sequence[Pair], env_kwargs: dict, seed: int) -> dict[str, np.ndarray]:
     """One expert episode per pair (seeded starts): every step's observation, ids, expert
     action and reward."""
@@ -145,7 +151,8 @@ def collect_demonstrations(pairs: Sequence[Pair], env_kwargs: dict, seed: int) -
     return {key: np.concatenate(values) for key, values in steps.items()}
 
 
-def _batch(demos: dict[str, np.ndarray], rows: np.ndarray) -> dict:
+def demonstration_batch(demos: dict[str, np.ndarray], rows: np.ndarray) -> dict:
+    """The learner's batch columns for the demonstration states ``rows``."""
     from ray.rllib.core.columns import Columns
 
     from rllib_synpo.learner import EXECUTED_ACTION, EXPERT_ACTION
@@ -174,7 +181,7 @@ def train_new_embeddings(
     module.eval()  # normalization statistics are frozen too
     log = []
     for iteration in range(1, config.iterations + 1):
-        batch = _batch(demos, rng.integers(len(demos["reward"]), size=config.batch_size))
+        batch = demonstration_batch(demos, rng.integers(len(demos["reward"]), size=config.batch_size))
         fwd_out = module.forward_train(batch)
         terms = synpo_loss_terms(module, batch, fwd_out, weights)
         optimizer.zero_grad()
@@ -243,8 +250,7 @@ def prepare(checkpoint: str | Path, config: AdaptConfig) -> Adaptation:
             grown, _ = renew_embedding(getattr(net, name), total, rows, generator)
             setattr(net, name, grown)
             trainable.append(grown.weight)
-    for parameter in net.parameters():
-        parameter.requires_grad_(any(parameter is p for p in trainable))
+    freeze_all_but(net, trainable)
     return Adaptation(path, module, split, ids, demonstrated, {**gridworld, "mazes": old_mazes + added}, trainable)
 
 
