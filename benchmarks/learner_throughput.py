@@ -22,6 +22,8 @@ ORIGINAL_SECONDS_PER_UPDATE = 7.0
 PAPER_BATCH = 2240
 # The encoders of the gridworld's image stack ("thor" reads THOR's feature observations).
 GRIDWORLD_ENCODERS = [name for name, encoder in ENCODERS.items() if not hasattr(encoder, "INPUT_KEYS")]
+# (label, encoder, encoder_kwargs): each encoder as built by default, then the options that change its cost.
+VARIANTS = [(name, name, {}) for name in GRIDWORLD_ENCODERS] + [("compact + batch_norm", "compact", {"batch_norm": True})]
 
 
 def batch(size: int, rng: np.random.Generator) -> dict[str, torch.Tensor]:
@@ -35,9 +37,11 @@ def batch(size: int, rng: np.random.Generator) -> dict[str, torch.Tensor]:
     }
 
 
-def measure(encoder: str, size: int, seconds: float, device: str) -> tuple[float, int]:
+def measure(encoder: str, encoder_kwargs: dict, size: int, seconds: float, device: str) -> tuple[float, int]:
     torch.manual_seed(0)
-    net = SynPoNetwork(obs_shape=(12, 16, 16), num_actions=5, num_envs=20, num_tasks=20, encoder=encoder).to(device)
+    net = SynPoNetwork(
+        obs_shape=(12, 16, 16), num_actions=5, num_envs=20, num_tasks=20, encoder=encoder, encoder_kwargs=encoder_kwargs
+    ).to(device)
     optimizer = torch.optim.Adam(net.parameters(), lr=1e-3)
     data = {k: v.to(device) for k, v in batch(size, np.random.default_rng(0)).items()}
     config = DirectConfig()
@@ -73,9 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"learner throughput, device {args.device}, torch {torch.__version__}, {torch.get_num_threads()} threads, batch {args.batch_size}")
     baseline = PAPER_BATCH / ORIGINAL_SECONDS_PER_UPDATE
     print(f"{'original release (paper network)':34s} {baseline:10,.0f} states/s  (7 s per 2,240-state update)")
-    for encoder in GRIDWORLD_ENCODERS:
-        rate, params = measure(encoder, args.batch_size, args.seconds, args.device)
-        print(f"{encoder + ' encoder':34s} {rate:10,.0f} states/s  {rate / baseline:6.1f}x original  {params / 1e6:.2f}M parameters")
+    for label, encoder, encoder_kwargs in VARIANTS:
+        rate, params = measure(encoder, encoder_kwargs, args.batch_size, args.seconds, args.device)
+        print(f"{label + ' encoder':34s} {rate:10,.0f} states/s  {rate / baseline:6.1f}x original  {params / 1e6:.2f}M parameters")
     return 0
 
 

@@ -64,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--network", choices=sorted(NETWORKS), default=d.network, help="SynPo or a baseline")
     p.add_argument("--encoder", default=d.encoder)
     p.add_argument("--width", type=int, default=None, help="encoder width (compact encoder)")
+    p.add_argument("--batch-norm", action="store_true", help="compact encoder: BatchNorm on its input and after each convolution")
     p.add_argument("--lr", type=float, default=d.lr)
     p.add_argument("--lr-schedule", choices=LR_SCHEDULES, default="constant",
                    help="cosine: decay the learning rate over the training budget to --lr-final x lr")
@@ -114,11 +115,21 @@ def _network_kwargs(args: argparse.Namespace) -> dict:
     return kwargs
 
 
+def _encoder_kwargs(args: argparse.Namespace) -> dict:
+    """Only the options given, so encoders without them (the paper's ResNet) still build."""
+    kwargs: dict = {} if args.width is None else {"width": args.width}
+    if args.batch_norm:
+        kwargs["batch_norm"] = True
+    if kwargs and args.encoder != "compact":
+        raise SystemExit(f"--width/--batch-norm apply to the compact encoder only, not {args.encoder!r}")
+    return kwargs
+
+
 def _config(args: argparse.Namespace) -> DirectConfig:
     return DirectConfig(
         network=args.network,
         encoder=args.encoder,
-        encoder_kwargs={} if args.width is None else {"width": args.width},
+        encoder_kwargs=_encoder_kwargs(args),
         lr=args.lr, weight_decay=args.weight_decay, coefficient_weight_decay=args.coefficient_weight_decay, embedding_dim=args.embedding_dim,
         network_kwargs=_network_kwargs(args), batch_size=args.batch_size, l1=args.l1, l2=args.l2, l3=args.l3,
         pick_weight=args.pick_weight, epsilon=args.epsilon, dagger=args.dagger,

@@ -3,6 +3,8 @@ Plain torch, no Ray."""
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 from torch import nn
 
@@ -15,22 +17,27 @@ RGB_CHANNELS = 3
 class CompactEncoder(nn.Module):
     """The CPU default: three 3x3 convolutions (the last two stride 2) and a linear layer.
 
-    For a 16 x 16 input: 16x16xW -> 8x8x2W -> 4x4x2W -> ``feature_dim``.
+    For a 16 x 16 input: 16x16xW -> 8x8x2W -> 4x4x2W -> ``feature_dim``. With ``batch_norm`` the
+    input is standardized per channel (BatchNorm without affine, as the paper's ResNet does) and
+    each convolution is followed by BatchNorm (its bias dropped, BatchNorm's shift replaces it).
     """
 
-    def __init__(self, obs_shape: tuple[int, int, int], feature_dim: int = 128, width: int = 32) -> None:
+    def __init__(
+        self, obs_shape: tuple[int, int, int], feature_dim: int = 128, width: int = 32, batch_norm: bool = False
+    ) -> None:
         super().__init__()
         channels, height, width_px = obs_shape
-        self.convs = nn.Sequential(
-            nn.Conv2d(channels, width, 3, padding=1),
-            nn.ReLU(),
-            nn.Conv2d(width, 2 * width, 3, stride=2, padding=1),
-            nn.ReLU(),
-            nn.Conv2d(2 * width, 2 * width, 3, stride=2, padding=1),
-            nn.ReLU(),
-            nn.Flatten(),
-        )
-        flat = self.convs(torch.zeros(1, channels, height, width_px)).shape[1]
+        layers: list[nn.Module] = [nn.BatchNorm2d(channels, affine=False)] if batch_norm else []
+        inputs = channels
+        for outputs, stride in ((width, 1), (2 * width, 2), (2 * width, 2)):
+            layers.append(nn.Conv2d(inputs, outputs, 3, stride=stride, padding=1, bias=not batch_norm))
+            layers += [nn.BatchNorm2d(outputs), nn.ReLU()] if batch_norm else [nn.ReLU()]
+            inputs = outputs
+        self.convs = nn.Sequential(*layers, nn.Flatten())
+        self.convs.eval()  # sizing pass: leaves BatchNorm's running statistics untouched
+        with torch.no_grad():
+            flat = self.convs(torch.zeros(1, channels, height, width_px)).shape[1]
+        self.convs.train()
         self.project = nn.Sequential(nn.Linear(flat, feature_dim), nn.ReLU())
         self.feature_dim = feature_dim
 
@@ -130,4 +137,8 @@ ENCODERS = {"compact": CompactEncoder, "dense": DenseEncoder, "paper_resnet": Pa
 def make_encoder(name: str, obs_shape: tuple[int, int, int], feature_dim: int, **kwargs) -> nn.Module:
     if name not in ENCODERS:
         raise ValueError(f"unknown encoder {name!r}; expected one of {sorted(ENCODERS)}")
+    options = set(inspect.signature(ENCODERS[name]).parameters) - {"obs_shape", "feature_dim"}
+    unknown = sorted(set(kwargs) - options)
+    if unknown:
+        raise ValueError(f"unknown encoder_kwargs {unknown} for encoder {name!r}; it takes {sorted(options) or 'none'}")
     return ENCODERS[name](obs_shape, feature_dim=feature_dim, **kwargs)

@@ -23,7 +23,7 @@ def _run_tiny(out: Path, *extra: str) -> None:
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("extra", [[], ["--relabel", "--dagger", "0.5", "--absent-treasures", "0.3", "--lr-schedule", "cosine", "--pairs", "0:0,0:1,1:1"]])
+@pytest.mark.parametrize("extra", [[], ["--relabel", "--dagger", "0.5", "--absent-treasures", "0.3", "--lr-schedule", "cosine", "--pairs", "0:0,0:1,1:1", "--batch-norm"]])
 def test_tiny_budget_writes_csv_png_and_meta(tmp_path, extra):
     out = tmp_path / "curve"
     _run_tiny(out, *extra)
@@ -52,6 +52,13 @@ def test_coefficient_options_are_refused_for_networks_without_them():
 
     with pytest.raises(SystemExit, match=r"apply to networks \['synpo', 'mtl'\] only, not 'sf'"):
         main(["--network", "sf", "--coefficient-dropout", "0.3"])
+
+
+def test_compact_encoder_options_are_refused_for_other_encoders():
+    from benchmarks.learning_speed import main
+
+    with pytest.raises(SystemExit, match=r"apply to the compact encoder only, not 'paper_resnet'"):
+        main(["--encoder", "paper_resnet", "--batch-norm"])
 
 
 @pytest.mark.timeout(600)

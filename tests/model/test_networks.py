@@ -6,7 +6,7 @@ import sys
 import pytest
 import torch
 
-from rllib_synpo.networks import PaperResNetEncoder, SynPoNetwork
+from rllib_synpo.networks import CompactEncoder, PaperResNetEncoder, SynPoNetwork
 
 OBS_SHAPE = (12, 16, 16)
 
@@ -43,6 +43,23 @@ def test_paper_encoder_matches_the_paper_description():
     stem = encoder.body[1]
     assert stem.groups == 4 and stem.out_channels == 32
     assert not encoder.body[0].affine
+
+
+def test_compact_encoder_batch_norm_standardizes_its_input_and_each_convolution():
+    plain, normed = CompactEncoder(OBS_SHAPE, feature_dim=32), CompactEncoder(OBS_SHAPE, feature_dim=32, batch_norm=True)
+    assert not any(isinstance(m, torch.nn.BatchNorm2d) for m in plain.modules())
+    norms = [m for m in normed.convs if isinstance(m, torch.nn.BatchNorm2d)]
+    convs = [m for m in normed.convs if isinstance(m, torch.nn.Conv2d)]
+    assert len(norms) == 1 + len(convs) == 4 and not norms[0].affine
+    assert all(conv.bias is None for conv in convs)  # BatchNorm's shift replaces the bias
+    # Building does not move the running statistics; a training pass does, an eval pass does not.
+    assert all(int(norm.num_batches_tracked) == 0 for norm in norms)
+    obs = _inputs()[0]
+    normed(obs)
+    assert all(int(norm.num_batches_tracked) == 1 for norm in norms)
+    normed.eval()
+    normed(obs)
+    assert all(int(norm.num_batches_tracked) == 1 for norm in norms)
 
 
 def test_policy_logits_are_the_bilinear_form():
@@ -98,6 +115,13 @@ def test_value_head_starts_at_zero():
 def test_unknown_encoder_is_named():
     with pytest.raises(ValueError, match="'resnet9000'"):
         _net(encoder="resnet9000")
+
+
+def test_unknown_encoder_option_is_named_with_the_accepted_ones():
+    with pytest.raises(ValueError, match=r"unknown encoder_kwargs \['batchnorm'\] for encoder 'compact'; it takes \['batch_norm', 'width'\]"):
+        _net(encoder="compact", encoder_kwargs={"batchnorm": True})
+    with pytest.raises(ValueError, match=r"\['width'\] for encoder 'paper_resnet'; it takes none"):
+        _net(encoder="paper_resnet", encoder_kwargs={"width": 8})
 
 
 def test_networks_do_not_import_ray():

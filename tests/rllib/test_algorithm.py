@@ -109,6 +109,25 @@ def test_two_env_runners_share_the_seen_pairs(ray_session):
         algo.stop()
 
 
+def test_batch_norm_statistics_train_sync_and_reach_the_checkpoint(ray_session, tmp_path):
+    from ray.rllib.core.rl_module.rl_module import RLModule
+
+    config = tiny_config()
+    config.rl_module(model_config={**config.model_config, "encoder_kwargs": {"width": 4, "batch_norm": True}})
+    algo = config.build_algo()
+    try:
+        algo.train()
+        statistics = {k: v for k, v in _module_weights(algo).items() if "running_" in k}
+        algo.save_to_path(tmp_path / "ckpt")
+    finally:
+        algo.stop()
+    # The learner's updates moved the statistics, the env runner's copy received them, and the
+    # checkpoint holds them (an eval-mode policy depends on them).
+    assert len(statistics) == 2 * 4 and not torch.equal(statistics["net.encoder.convs.0.running_var"], torch.ones(12))
+    loaded = RLModule.from_checkpoint(tmp_path / "ckpt" / "learner_group" / "learner" / "rl_module" / "synpo")
+    assert all(torch.equal(loaded.state_dict()[k], v) for k, v in statistics.items())
+
+
 def test_checkpoint_round_trip_and_module_alone_without_ray(ray_session, tmp_path):
     algo = tiny_config().build_algo()
     try:
