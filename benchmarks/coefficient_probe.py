@@ -140,6 +140,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--coefficients", choices=COEFFICIENT_FUNCTIONS, default=COEFFICIENT_DEFAULTS["coefficient_function"],
                    help="the saved network's")
     p.add_argument("--normalize-embeddings", action="store_true", help="the saved network's (unit-length embeddings)")
+    p.add_argument("--batch-norm", action="store_true", help="the saved network's (compact encoder with BatchNorm)")
     p.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated, from {VARIANTS}")
     p.add_argument("--states", type=int, default=30_000, help="stored states: half fit, half score")
     p.add_argument("--collect-steps", type=int, default=160, help="expert collection steps (256 states each)")
@@ -162,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     split = random_split(seed=args.split_seed)
     options = {"coefficient_function": args.coefficients, "normalize_embeddings": args.normalize_embeddings}
     network_kwargs = changed_coefficient_options(options)
-    config = best_recipe(feature_dim=args.feature_dim, encoder=args.encoder, network_kwargs=network_kwargs)
+    encoder_kwargs = {"batch_norm": True} if args.batch_norm else {}
+    config = best_recipe(feature_dim=args.feature_dim, encoder=args.encoder, network_kwargs=network_kwargs, encoder_kwargs=encoder_kwargs)
     trainer = DirectImitation(config, list(split.seen), seed=args.seed)
     trainer.net.load_state_dict(torch.load(args.weights))
     for _ in range(args.collect_steps):

@@ -1,10 +1,11 @@
 """Seconds for a full greedy evaluation (every pair of the 20 x 20 gridworld, ``--episodes``
 per pair) of saved weights, with looping episodes ended early (the default) and run out.
 
-    python benchmarks/evaluation_speed.py results/curves/R_norm_wd1e-4_80min.pt --episodes 100 --threads 2
+    python benchmarks/evaluation_speed.py results/curves/R_norm_wd1e-4_80min.pt --no-batch-norm --episodes 100 --threads 2
 
 The weights are a `benchmarks/learning_speed.py` ``.pt`` of `best_recipe`'s network
-(``--no-normalize-embeddings`` for runs made without ``--normalize-embeddings``, such as L).
+(``--no-normalize-embeddings`` for runs made without ``--normalize-embeddings``, such as L;
+``--no-batch-norm`` for runs made without ``--batch-norm``, such as R and L).
 """
 
 from __future__ import annotations
@@ -29,11 +30,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--feature-dim", type=int, default=best_recipe().feature_dim)
     p.add_argument("--normalize-embeddings", action=argparse.BooleanOptionalAction, default=True,
                    help="the weights' network feeds unit-length embeddings to alpha/beta (as best_recipe)")
+    p.add_argument("--batch-norm", action=argparse.BooleanOptionalAction, default=True,
+                   help="the weights' compact encoder has BatchNorm (as best_recipe)")
     p.add_argument("--also-run-out", action="store_true", help="also time the evaluation that runs every episode out")
     args = p.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    recipe = best_recipe(feature_dim=args.feature_dim, network_kwargs={"normalize_embeddings": args.normalize_embeddings})
+    recipe = best_recipe(
+        feature_dim=args.feature_dim,
+        network_kwargs={"normalize_embeddings": args.normalize_embeddings},
+        encoder_kwargs={"batch_norm": args.batch_norm},
+    )
     net = network_for(recipe, BatchedGridWorld(1).grid_spec)
     net.load_state_dict(torch.load(args.weights))
     pairs = list(random_split(seed=0).all_pairs)

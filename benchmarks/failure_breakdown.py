@@ -29,6 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--feature-dim", type=int, default=128)
     parser.add_argument("--encoder", default="compact")
     parser.add_argument("--normalize-embeddings", action="store_true", help="weights trained with unit-length embeddings (run R on)")
+    parser.add_argument("--batch-norm", action="store_true", help="weights of a compact encoder with BatchNorm (run RB on)")
     parser.add_argument("--episodes", type=int, default=5, help="episodes per pair")
     parser.add_argument("--seed", type=int, default=777)
     parser.add_argument("--split-seed", type=int, default=0)
@@ -37,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     net = make_network(
         "synpo", obs_shape=(12, 16, 16), num_actions=NUM_ACTIONS, num_envs=split.num_envs, num_tasks=split.num_tasks,
         encoder=args.encoder, feature_dim=args.feature_dim, normalize_embeddings=args.normalize_embeddings,
+        encoder_kwargs={"batch_norm": True} if args.batch_norm else {},
     )
     net.load_state_dict(torch.load(args.weights))
     net.eval()

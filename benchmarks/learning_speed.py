@@ -10,7 +10,7 @@ The loop is `rllib_synpo.budgeted.train_for_budget` (shared with ``python -m rll
 The project's best recipe so far (results/learning_efficiency.md; `rllib_synpo.budgeted.best_recipe`):
 
     python benchmarks/learning_speed.py --relabel --feature-dim 1024 --lr-schedule cosine \
-        --normalize-embeddings --weight-decay 1e-4 --threads 2 ...
+        --normalize-embeddings --weight-decay 1e-4 --batch-norm --threads 2 ...
 """
 
 from __future__ import annotations

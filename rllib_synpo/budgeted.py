@@ -7,11 +7,11 @@ runs ``eval_episodes`` episodes on every evaluated pair; when the budget is spen
 evaluation, and the trained weights (``.pt``) at the end.
 
 The project's best recipe so far (results/learning_efficiency.md), `best_recipe`: relabelled
-seen tasks, the compact encoder with a 1024-d state feature, the paper's loss weights, unit-length
-embeddings into the coefficient functions and Adam weight decay 1e-4 (the authors' code options
-``--norm`` and ``--wd``), and a cosine learning-rate schedule over the budget (`Budget` with
-``lr_schedule="cosine"``); as benchmark flags: ``--relabel --feature-dim 1024 --lr-schedule cosine
---normalize-embeddings --weight-decay 1e-4``.
+seen tasks, the compact encoder with BatchNorm and a 1024-d state feature, the paper's loss
+weights, unit-length embeddings into the coefficient functions and Adam weight decay 1e-4 (the
+authors' code options ``--norm`` and ``--wd``), and a cosine learning-rate schedule over the
+budget (`Budget` with ``lr_schedule="cosine"``); as benchmark flags: ``--relabel --feature-dim 1024
+--lr-schedule cosine --normalize-embeddings --weight-decay 1e-4 --batch-norm``.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ DEFAULT_LR_FINAL = 0.02  # cosine: final learning rate as a fraction of the init
 BEST_FEATURE_DIM = 1024
 BEST_WEIGHT_DECAY = 1e-4  # the authors' --wd (findings 14-15, 17)
 BEST_COEFFICIENT_OPTIONS = {"normalize_embeddings": True}  # the authors' --norm; SynPo and MTL only
+BEST_ENCODER_OPTIONS = {"batch_norm": True}  # finding 22; the compact encoder's option
 EVAL_SEED_BASE = 10_000  # evaluation episodes are seeded 10,000 + updates so far
 RECENT_STEPS = 200  # training statistics of a row: the mean over the last updates
 HEARTBEAT_SECONDS = 60.0  # training seconds between `heartbeat` calls
@@ -46,10 +47,13 @@ TASK_ACCURACY_STATES = 8192  # stored states scored for every task of their env 
 
 def best_recipe(**overrides) -> DirectConfig:
     """The `DirectConfig` of the project's best recipe (with ``Budget(lr_schedule="cosine")``);
-    networks without coefficient functions (the MLP, ModuleNet, SF baselines) get the rest of it."""
+    networks without coefficient functions (the MLP, ModuleNet, SF baselines) get the rest of it,
+    and another encoder than the compact one gets none of the compact encoder's options."""
     recipe = {"relabel_seen_tasks": True, "feature_dim": BEST_FEATURE_DIM, "weight_decay": BEST_WEIGHT_DECAY}
     if overrides.get("network", DirectConfig.network) in COEFFICIENT_NETWORKS:
         recipe["network_kwargs"] = dict(BEST_COEFFICIENT_OPTIONS)
+    if overrides.get("encoder", DirectConfig.encoder) == DirectConfig.encoder:
+        recipe["encoder_kwargs"] = dict(BEST_ENCODER_OPTIONS)
     return DirectConfig(**{**recipe, **overrides})
 
 

@@ -9,7 +9,7 @@
 
 Every run trains for ``--minutes-per-run`` minutes (training time; evaluation comes on top)
 with the project's best recipe (`rllib_synpo.budgeted.best_recipe`: relabelled seen tasks,
-compact encoder, 1024-d state feature, the paper's loss weights, unit-length embeddings into
+compact encoder with BatchNorm, 1024-d state feature, the paper's loss weights, unit-length embeddings into
 the coefficient functions and Adam weight decay 1e-4, cosine learning rate over the budget)
 through `rllib_synpo.direct.DirectImitation`, on the 144/256 split of
 ``random_split(--split-seed)``; the seeds are training seeds. Runs are stored under ``--out``
@@ -234,7 +234,7 @@ class Context:
         return [
             f"- command: `{self.command}`",
             f"- seeds: {' '.join(map(str, args.seeds))} (training seeds); split seed {args.split_seed}",
-            f"- recipe: best_recipe (relabelled seen tasks, {d.encoder} encoder, feature_dim {d.feature_dim}, loss weights "
+            f"- recipe: best_recipe (relabelled seen tasks, {d.encoder} encoder {d.encoder_kwargs}, feature_dim {d.feature_dim}, loss weights "
             f"l1 {d.l1:g} l2 {d.l2:g} l3 {d.l3:g}, unit-length embeddings into alpha/beta for SynPo and MTL, Adam lr {d.lr:g} "
             f"with weight decay {d.weight_decay:g} and a cosine schedule over the budget), "
             f"{args.num_collectors} collectors, batches of {args.batch_size}, max {args.max_steps} steps",

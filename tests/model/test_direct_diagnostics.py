@@ -75,6 +75,7 @@ def test_a_device_this_machine_lacks_is_one_clear_error(device, message):
 def test_best_recipe_gives_coefficient_options_only_to_networks_with_coefficients():
     from rllib_synpo.budgeted import (
         BEST_COEFFICIENT_OPTIONS,
+        BEST_ENCODER_OPTIONS,
         BEST_WEIGHT_DECAY,
         best_recipe,
     )
@@ -83,4 +84,6 @@ def test_best_recipe_gives_coefficient_options_only_to_networks_with_coefficient
         config = best_recipe(network=network)
         assert config.weight_decay == BEST_WEIGHT_DECAY and config.relabel_seen_tasks
         assert config.network_kwargs == (BEST_COEFFICIENT_OPTIONS if network in ("synpo", "mtl") else {})
+        assert config.encoder == "compact" and config.encoder_kwargs == BEST_ENCODER_OPTIONS
     assert best_recipe(network_kwargs={}).network_kwargs == {}  # an explicit choice wins
+    assert best_recipe(encoder="paper_resnet").encoder_kwargs == {}  # the options are the compact encoder's
