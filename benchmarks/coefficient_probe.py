@@ -14,30 +14,32 @@ unseen pairs apart:
   128-d embeddings) fitted on the seen pairs only: the paper's MLP on [e_task; e_env], with
   dropout 0.5 on that input, with AdamW weight decay 0.1, and the product of per-embedding MLPs.
 
-    python benchmarks/coefficient_probe.py results/curves/RUN.pt --feature-dim 1024
+    python benchmarks/coefficient_probe.py results/curves/RUN.pt
 
-RUN.pt is the state dict `benchmarks/learning_speed.py` saves at the end of a run.
+RUN.pt is the state dict `benchmarks/learning_speed.py` saves at the end of a run; its network,
+split and observation come from the command line recorded in the RUN.json beside it. The states
+are collected as `DirectConfig`'s defaults collect (256 expert episodes, epsilon 0.1), whatever
+the run's own collection was.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
-from synpo_envs.splits import random_split
 from torch import nn
 
-from rllib_synpo.budgeted import best_recipe
-from rllib_synpo.direct import DirectImitation
-from rllib_synpo.networks.synpo import (
-    COEFFICIENT_DEFAULTS,
-    COEFFICIENT_FUNCTIONS,
-    changed_coefficient_options,
-    make_coefficient_function,
-    pair_grid,
-)
+from rllib_synpo.direct import DirectConfig, DirectImitation
+from rllib_synpo.networks.factory import COEFFICIENT_NETWORKS
+from rllib_synpo.networks.synpo import make_coefficient_function, pair_grid
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script: its sibling
+from saved_run import load_run  # noqa: E402
 
 VARIANTS = ("trained", "oracle", "per-pair", "mlp", "mlp-dropout", "mlp-decay", "product")
 PROBE_EMBEDDING_DIM = 128  # the paper's embedding and hidden sizes for the fresh coefficient functions
@@ -45,6 +47,8 @@ PROBE_HIDDEN_DIM = 512
 DROPOUT = 0.5
 WEIGHT_DECAY = 0.1
 FREE_INIT_SCALE = 0.1  # std of the free per-pair alphas at initialization
+# The probe's states are collected with DirectConfig's defaults for these, not the run's.
+COLLECTION_FIELDS = ("num_collectors", "collect_every", "replay_capacity", "epsilon", "dagger", "absent_treasures")
 
 
 class FreeCoefficients(nn.Module):
@@ -134,13 +138,7 @@ def variant(name: str, num_envs: int, num_tasks: int, basis_dim: int) -> tuple[n
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("weights")
-    p.add_argument("--feature-dim", type=int, default=128)
-    p.add_argument("--encoder", default="compact")
-    p.add_argument("--coefficients", choices=COEFFICIENT_FUNCTIONS, default=COEFFICIENT_DEFAULTS["coefficient_function"],
-                   help="the saved network's")
-    p.add_argument("--normalize-embeddings", action="store_true", help="the saved network's (unit-length embeddings)")
-    p.add_argument("--batch-norm", action="store_true", help="the saved network's (compact encoder with BatchNorm)")
+    p.add_argument("weights", help="RUN.pt written by benchmarks/learning_speed.py (RUN.json beside it)")
     p.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated, from {VARIANTS}")
     p.add_argument("--states", type=int, default=30_000, help="stored states: half fit, half score")
     p.add_argument("--collect-steps", type=int, default=160, help="expert collection steps (256 states each)")
@@ -149,7 +147,6 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--split-seed", type=int, default=0)
     return p
 
 
@@ -160,13 +157,12 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         raise SystemExit(f"unknown variant(s) {unknown}; expected some of {list(VARIANTS)}")
     torch.set_num_threads(args.threads)
-    split = random_split(seed=args.split_seed)
-    options = {"coefficient_function": args.coefficients, "normalize_embeddings": args.normalize_embeddings}
-    network_kwargs = changed_coefficient_options(options)
-    encoder_kwargs = {"batch_norm": True} if args.batch_norm else {}
-    config = best_recipe(feature_dim=args.feature_dim, encoder=args.encoder, network_kwargs=network_kwargs, encoder_kwargs=encoder_kwargs)
-    trainer = DirectImitation(config, list(split.seen), seed=args.seed)
-    trainer.net.load_state_dict(torch.load(args.weights))
+    run = load_run(args.weights)
+    if run.config.network not in COEFFICIENT_NETWORKS:
+        raise SystemExit(f"{args.weights}: a {run.config.network!r} network has no coefficients to probe; expected one of {list(COEFFICIENT_NETWORKS)}")
+    config = dataclasses.replace(run.config, **{name: getattr(DirectConfig, name) for name in COLLECTION_FIELDS})
+    trainer = DirectImitation(config, run.seen_pairs, seed=args.seed)
+    run.load_into(trainer.net)
     for _ in range(args.collect_steps):
         trainer.collect()
     probe = Probe(trainer, args.states, np.random.default_rng(args.seed))

@@ -5,45 +5,38 @@ their maze cover: whether some seen task of the maze starts with the pair's firs
 none does, "go to that colour with every treasure present" was never trained in that maze, and
 neither were the maze's states without that treasure).
 
-    python benchmarks/failure_breakdown.py results/curves/RUN.pt --feature-dim 1024 [--episodes 5]
+    python benchmarks/failure_breakdown.py results/curves/RUN.pt [--episodes 5]
 
-RUN.pt is the state dict `benchmarks/learning_speed.py` saves at the end of a run.
+RUN.pt is the state dict `benchmarks/learning_speed.py` saves at the end of a run; its network,
+split and observation come from the command line recorded in the RUN.json beside it.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 import numpy as np
-import torch
-from synpo_envs.gridworld.constants import NUM_ACTIONS, TASK_COLOURS
-from synpo_envs.splits import Pair, Split, random_split
+from synpo_envs.gridworld.constants import TASK_COLOURS
+from synpo_envs.splits import Pair, Split
 
 from rllib_synpo.evaluation import PairResults, evaluate, torch_greedy_policy
-from rllib_synpo.networks import make_network
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script: its sibling
+from saved_run import load_run  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("weights")
-    parser.add_argument("--feature-dim", type=int, default=128)
-    parser.add_argument("--encoder", default="compact")
-    parser.add_argument("--normalize-embeddings", action="store_true", help="weights trained with unit-length embeddings (run R on)")
-    parser.add_argument("--batch-norm", action="store_true", help="weights of a compact encoder with BatchNorm (run RB on)")
+    parser.add_argument("weights", help="RUN.pt written by benchmarks/learning_speed.py (RUN.json beside it)")
     parser.add_argument("--episodes", type=int, default=5, help="episodes per pair")
     parser.add_argument("--seed", type=int, default=777)
-    parser.add_argument("--split-seed", type=int, default=0)
     args = parser.parse_args(argv)
-    split = random_split(seed=args.split_seed)
-    net = make_network(
-        "synpo", obs_shape=(12, 16, 16), num_actions=NUM_ACTIONS, num_envs=split.num_envs, num_tasks=split.num_tasks,
-        encoder=args.encoder, feature_dim=args.feature_dim, normalize_embeddings=args.normalize_embeddings,
-        encoder_kwargs={"batch_norm": True} if args.batch_norm else {},
-    )
-    net.load_state_dict(torch.load(args.weights))
-    net.eval()
+    run = load_run(args.weights)
+    net, split = run.network(), run.split
     for name, pairs in (("seen", split.seen), ("unseen", split.unseen)):
-        r = evaluate(torch_greedy_policy(net), list(pairs), args.episodes, seed=args.seed)
+        r = evaluate(torch_greedy_policy(net), list(pairs), args.episodes, seed=args.seed, env_kwargs=run.config.env_kwargs)
         _print_outcomes(name, r, np.ones(len(pairs), bool))
         if name == "unseen":
             covered = first_colour_covered(split, list(pairs))

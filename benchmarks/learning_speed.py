@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(str(error)) from None
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"argv": sys.argv, "config": trainer.describe(), "torch_threads": torch.get_num_threads()}
+    meta = {"argv": [sys.argv[0], *(sys.argv[1:] if argv is None else argv)], "config": trainer.describe(), "torch_threads": torch.get_num_threads()}
     out.with_suffix(".json").write_text(json.dumps(meta, indent=1))
     train_for_budget(trainer, _budget(args), split, split_pairs, out)
     if args.export:

@@ -4,23 +4,17 @@ unseen pairs' own coefficients (the oracle) beats leaving them untrained (per-pa
 import re
 
 import pytest
-import torch
 
 from benchmarks.coefficient_probe import VARIANTS, main
-from rllib_synpo.networks import make_network
 
 
 @pytest.fixture
-def weights(tmp_path):
-    torch.manual_seed(0)
-    net = make_network("synpo", obs_shape=(12, 16, 16), num_actions=5, num_envs=20, num_tasks=20, feature_dim=16)
-    path = tmp_path / "run.pt"
-    torch.save(net.state_dict(), path)
-    return path
+def weights(saved_run):
+    return saved_run("--feature-dim", "16")
 
 
 def test_every_variant_is_scored_and_the_oracle_beats_no_sharing(weights, capsys):
-    argv = [str(weights), "--feature-dim", "16", "--states", "4000", "--collect-steps", "20", "--steps", "60", "--batch", "512"]
+    argv = [str(weights), "--states", "4000", "--collect-steps", "20", "--steps", "60", "--batch", "512"]
     assert main(argv) == 0
     scores = {}
     for line in capsys.readouterr().out.splitlines()[1:]:
@@ -34,3 +28,8 @@ def test_every_variant_is_scored_and_the_oracle_beats_no_sharing(weights, capsys
 def test_unknown_variant_is_named(weights):
     with pytest.raises(SystemExit, match="'ridge'"):
         main([str(weights), "--variants", "mlp,ridge"])
+
+
+def test_a_network_without_coefficients_is_refused(saved_run):
+    with pytest.raises(SystemExit, match="a 'mlp' network has no coefficients to probe"):
+        main([str(saved_run("--network", "mlp", "--feature-dim", "16"))])

@@ -1,0 +1,62 @@
+"""A finished `benchmarks/learning_speed.py` run, rebuilt from what it saved: its weights
+(``RUN.pt``) and the command line recorded beside them (``RUN.json``). The tools that read a
+run's weights build the network, split and observation it trained with from that record, so
+they need no flags restating them (and cannot be given wrong ones).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from synpo_envs.gridworld import BatchedGridWorld
+from synpo_envs.splits import Pair, Split
+from torch import nn
+
+from rllib_synpo.direct import DirectConfig, network_for
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling script, however this is imported
+import learning_speed  # noqa: E402
+
+
+@dataclass(frozen=True)
+class SavedRun:
+    weights: Path
+    config: DirectConfig
+    split: Split  # the split the run reported (and exports)
+    seen_pairs: list[Pair]  # the pairs it trained on
+    state_dict: dict[str, torch.Tensor]
+
+    def load_into(self, net: nn.Module) -> nn.Module:
+        """``net`` with the run's weights; a network of other sizes is refused by name."""
+        try:
+            net.load_state_dict(self.state_dict)
+        except RuntimeError as error:
+            raise SystemExit(f"{self.weights}: {str(error).splitlines()[0]}") from None
+        return net
+
+    def network(self) -> nn.Module:
+        """The run's network with its weights, in eval mode."""
+        grid_spec = BatchedGridWorld(1, **self.config.env_kwargs).grid_spec
+        return self.load_into(network_for(self.config, grid_spec)).eval()
+
+
+def load_run(weights: Path | str) -> SavedRun:
+    """The run whose weights are ``weights`` (``RUN.pt``, with ``RUN.json`` beside it)."""
+    weights = Path(weights)
+    record = weights.with_suffix(".json")
+    for path in (weights, record):
+        if not path.is_file():
+            raise SystemExit(f"{path} not found: expected a learning_speed.py run's .pt and the .json beside it")
+    run_argv = json.loads(record.read_text()).get("argv")
+    if not isinstance(run_argv, list) or not run_argv:
+        raise SystemExit(f"{record} has no 'argv' list: not written by benchmarks/learning_speed.py")
+    args = learning_speed._parser().parse_args(run_argv[1:])
+    split, seen_pairs, _ = learning_speed.run_pairs(args)
+    state_dict = torch.load(weights, map_location="cpu")
+    config = dataclasses.replace(learning_speed._config(args), device="cpu")  # the tools run on the CPU, wherever it trained
+    return SavedRun(weights, config, split, seen_pairs, state_dict)
