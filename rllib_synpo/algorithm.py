@@ -9,9 +9,6 @@ new weights go back to the env runners.
 from __future__ import annotations
 
 import json
-import os
-import pickle
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -22,10 +19,12 @@ from ray.rllib.utils.metrics import (
     ENV_RUNNER_SAMPLING_TIMER,
     LEARNER_RESULTS,
     LEARNER_UPDATE_TIMER,
+    NUM_ENV_STEPS_SAMPLED,
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
     TIMERS,
 )
 
+from rllib_synpo.checkpoint_files import atomic_pickle, atomic_write, load_pickle
 from rllib_synpo.config import MODULE_ID, SynPoConfig, resolve_split
 from rllib_synpo.learner import EXECUTED_ACTION, EXPERT_ACTION, NEXT_ROW, TASK_LABELS
 from rllib_synpo.losses import SF_TD_LOSS
@@ -75,7 +74,10 @@ class SynPo(Algorithm):
         self.replay.add(trajectories)
         steps = sum(len(t) for t in trajectories)
         self.metrics.log_value("num_trajectories_collected", len(trajectories), reduce="sum")
-        self.metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, steps, reduce="sum")
+        self.metrics.log_value(NUM_ENV_STEPS_SAMPLED, steps, reduce="sum")
+        # The replay's count, not a sum of this run's iterations: it is restored with the replay,
+        # so a resumed run's `stop: {num_env_steps_sampled_lifetime: ...}` counts from the start.
+        self.metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, self.replay.steps_added, window=1)
         self.metrics.log_value("replay_trajectories", len(self.replay), window=1)
         self.metrics.log_value("expert_success_rate", float(np.mean([t.reward[-1] > 1.0 for t in trajectories])) if trajectories else 0.0, window=1)
         if len(self.replay) < self.config.warmup_trajectories:
@@ -129,7 +131,7 @@ class SynPo(Algorithm):
     # --- the replay is part of the checkpoint, so a resumed run loses nothing -------------
     def save_to_path(self, path=None, **kwargs):
         path = super().save_to_path(path, **kwargs)
-        _atomic_pickle(Path(path) / REPLAY_FILE, self.replay.get_state())
+        atomic_pickle(Path(path) / REPLAY_FILE, self.replay.get_state())
         meta = {
             "module_id": MODULE_ID,
             "split": resolve_split(self.config.split).to_dict(),
@@ -138,32 +140,19 @@ class SynPo(Algorithm):
         }
         if self.config.env == THOR_PAIRS_ENV_NAME:
             meta["env"], meta["thor"] = THOR_PAIRS_ENV_NAME, _json_safe(self.config.env_config.get("thor", {}))
-        _atomic_write(Path(path) / META_FILE, json.dumps(meta, indent=1))
+        atomic_write(Path(path) / META_FILE, json.dumps(meta, indent=1))
         return path
 
     def restore_from_path(self, path, *args, **kwargs):
         super().restore_from_path(path, *args, **kwargs)
         replay_file = Path(path) / REPLAY_FILE
         if replay_file.exists() and hasattr(self, "replay"):
-            with open(replay_file, "rb") as f:
-                self.replay.set_state(pickle.load(f))
+            self.replay.set_state(load_pickle(replay_file))
 
 
 def _json_safe(options: dict) -> dict:
     """THOR options as JSON (a featurizer object is recorded by its class name)."""
     return {key: value if isinstance(value, (str, int, float, bool, list, dict, type(None))) else type(value).__name__ for key, value in options.items()}
-
-
-def _atomic_write(path: Path, data: bytes | str) -> None:
-    """Writes to a temporary file in the same folder, then renames: never a half-written file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data.encode() if isinstance(data, str) else data)
-    os.replace(tmp, path)
-
-
-def _atomic_pickle(path: Path, obj) -> None:
-    _atomic_write(path, pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def register() -> None:

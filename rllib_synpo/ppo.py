@@ -43,6 +43,7 @@ from ray.rllib.utils.metrics import NUM_AGENT_STEPS_SAMPLED
 from synpo_envs.gridworld import BatchedGridWorld
 from synpo_envs.splits import Split
 
+from rllib_synpo.checkpoint_files import atomic_write
 from rllib_synpo.config import MODULE_ID, policy_mapping_fn, resolve_split
 from rllib_synpo.pair_env import ENV_CONFIG_KEYS, PAIRS_ENV_NAME
 from rllib_synpo.rl_module import SynPoTorchRLModule, check_model_config
@@ -364,11 +365,11 @@ class SynPoPPO(PPO):
     def save_to_path(self, path=None, **kwargs):
         """Also writes ``synpo_meta.json``, so ``rllib evaluate`` and a later fine-tuning read
         PPO checkpoints like imitation ones."""
-        from rllib_synpo.algorithm import META_FILE, _atomic_write
+        from rllib_synpo.algorithm import META_FILE
 
         path = super().save_to_path(path, **kwargs)
         meta = {"module_id": MODULE_ID, "split": self.synpo_split.to_dict(), "gridworld": self.gridworld, "algorithm": "SynPoPPO"}
-        _atomic_write(Path(path) / META_FILE, json.dumps(meta, indent=1))
+        atomic_write(Path(path) / META_FILE, json.dumps(meta, indent=1))
         return path
 
 

@@ -26,6 +26,10 @@ def test_one_iteration_with_the_local_env_runner(ray_session):
         for name in LOSS_NAMES:
             assert np.isfinite(learner[name]), name
         assert len(algo.replay) == 4 and result["expert_success_rate"] > 0
+        steps = sum(len(t) for t in algo.replay._items)
+        assert result["num_env_steps_sampled"] == result["num_env_steps_sampled_lifetime"] == steps
+        second = algo.train()
+        assert second["num_env_steps_sampled_lifetime"] == steps + second["num_env_steps_sampled"] == algo.replay.steps_added
         split_seen = set(map(tuple, algo.config.env_config["pairs"]))
         assert all((t.env_id, t.task_id) in split_seen for t in algo.replay._items)
     finally:
@@ -134,7 +138,7 @@ def test_checkpoint_round_trip_and_module_alone_without_ray(ray_session, tmp_pat
         algo.train()
         algo.train()
         path = algo.save_to_path(tmp_path / "ckpt")
-        weights, replay_size = _module_weights(algo), len(algo.replay)
+        weights, replay_size, steps = _module_weights(algo), len(algo.replay), algo.replay.steps_added
     finally:
         algo.stop()
     restored = tiny_config().build_algo()
@@ -142,16 +146,16 @@ def test_checkpoint_round_trip_and_module_alone_without_ray(ray_session, tmp_pat
         restored.restore_from_path(path)
         assert all(torch.equal(weights[k], v) for k, v in _module_weights(restored).items())
         assert len(restored.replay) == replay_size
+        torch.manual_seed(0)
+        obs = torch.randint(0, 256, (3, 12, 16, 16), dtype=torch.uint8)
+        ids = torch.tensor([0, 5, 19])
+        expected = restored.get_module("synpo").net(obs, ids, ids).logits.detach().numpy()
+        assert restored.train()["num_env_steps_sampled_lifetime"] == restored.replay.steps_added > steps  # counted from the start
     finally:
         restored.stop()
     meta = json.loads((tmp_path / "ckpt" / "synpo_meta.json").read_text())
     assert len(meta["split"]["seen"]) == 144
 
-    torch.manual_seed(0)
-    obs = torch.randint(0, 256, (3, 12, 16, 16), dtype=torch.uint8)
-    ids = torch.tensor([0, 5, 19])
-    module = restored.get_module("synpo")
-    expected = module.net(obs, ids, ids).logits.detach().numpy()
     code = f"""
 import sys, torch
 from ray.rllib.core.rl_module.rl_module import RLModule

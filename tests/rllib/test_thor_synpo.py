@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +29,7 @@ from synpo_envs.thor.constants import (
 )
 from synpo_envs.thor.expert import NoPlanError, ThorExpert, next_stage
 
+from rllib_synpo.checkpoint_files import load_pickle
 from rllib_synpo.replay import Trajectory, TrajectoryReplay
 from rllib_synpo.thor.encoder import ThorStateEncoder
 from tests.envs.thor.conftest import make_env, standin_executable, thor_home  # noqa: F401  (fixtures)
@@ -339,7 +339,7 @@ def test_standin_tuned_example_trains_end_to_end(tmp_path, thor_home, standin_ex
     checkpoint = max(storage.glob("synpo-thor-standin/*/checkpoint_*"))
     meta = json.loads((checkpoint / "synpo_meta.json").read_text())
     assert meta["env"] == "synpo_thor_pairs" and meta["split"]["num_envs"] == 2
-    replay = pickle.loads((checkpoint / "synpo_replay.pkl").read_bytes())
+    replay = load_pickle(checkpoint / "synpo_replay.pkl")
     trajectory = replay["items"][0]
     assert trajectory.frames.dtype == np.float32 and trajectory.frames.shape[1:] == (1, 8)
     assert trajectory.per_step["held"].shape == (len(trajectory),)
