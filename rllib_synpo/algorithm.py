@@ -16,10 +16,10 @@ from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.core.columns import Columns
 from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
 from ray.rllib.utils.metrics import (
+    ENV_RUNNER_RESULTS,
     ENV_RUNNER_SAMPLING_TIMER,
     LEARNER_RESULTS,
     LEARNER_UPDATE_TIMER,
-    NUM_ENV_STEPS_SAMPLED,
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
     TIMERS,
 )
@@ -34,6 +34,8 @@ from rllib_synpo.thor.pair_env import THOR_PAIRS_ENV_NAME, thor_frame_layout
 from rllib_synpo.trajectories import FrameLayout, collect_trajectories
 
 REPLAY_FILE = "synpo_replay.pkl"
+NUM_STATES_COLLECTED = "num_states_collected"
+NUM_STATES_COLLECTED_LIFETIME = "num_states_collected_lifetime"
 META_FILE = "synpo_meta.json"  # split and gridworld settings, for evaluation without Ray
 
 
@@ -60,13 +62,18 @@ class SynPo(Algorithm):
 
     def _collect(self) -> list:
         episodes, layout = self.config.episodes_per_env_runner, self.layout
+
+        def collect(runner) -> tuple:
+            # get_metrics() also releases the episodes the runner keeps for its metrics (without
+            # it they pile up: ~4 MB an iteration at 32 pair slots).
+            return collect_trajectories(runner, episodes, layout), runner.get_metrics()
+
         if self.env_runner_group.num_remote_env_runners() > 0:
-            results = self.env_runner_group.foreach_env_runner(
-                lambda runner: collect_trajectories(runner, episodes, layout), local_env_runner=False
-            )
+            results = self.env_runner_group.foreach_env_runner(collect, local_env_runner=False)
         else:
-            results = [collect_trajectories(self.env_runner, episodes, layout)]
-        return [t for result in results for t in result]
+            results = [collect(self.env_runner)]
+        self.metrics.aggregate([metrics for _, metrics in results], key=ENV_RUNNER_RESULTS)
+        return [t for trajectories, _ in results for t in trajectories]
 
     def training_step(self) -> None:
         with self.metrics.log_time((TIMERS, ENV_RUNNER_SAMPLING_TIMER)):
@@ -74,10 +81,11 @@ class SynPo(Algorithm):
         self.replay.add(trajectories)
         steps = sum(len(t) for t in trajectories)
         self.metrics.log_value("num_trajectories_collected", len(trajectories), reduce="sum")
-        self.metrics.log_value(NUM_ENV_STEPS_SAMPLED, steps, reduce="sum")
-        # The replay's count, not a sum of this run's iterations: it is restored with the replay,
-        # so a resumed run's `stop: {num_env_steps_sampled_lifetime: ...}` counts from the start.
-        self.metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, self.replay.steps_added, window=1)
+        # States (agent steps) collected; env_runners/ reports RLlib's env steps, one per step of
+        # all pair slots together. The lifetime count is the replay's, restored with it, so a
+        # resumed run's `stop: {num_states_collected_lifetime: ...}` counts from the start.
+        self.metrics.log_value(NUM_STATES_COLLECTED, steps, reduce="sum")
+        self.metrics.log_value(NUM_STATES_COLLECTED_LIFETIME, self.replay.steps_added, window=1)
         self.metrics.log_value("replay_trajectories", len(self.replay), window=1)
         self.metrics.log_value("expert_success_rate", float(np.mean([t.reward[-1] > 1.0 for t in trajectories])) if trajectories else 0.0, window=1)
         if len(self.replay) < self.config.warmup_trajectories:
@@ -85,8 +93,8 @@ class SynPo(Algorithm):
         with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
             for _ in range(self.config.updates_per_iteration):
                 batch = self._train_batch(self._sample(), self.layout)
-                # Steps collected so far (restored with the replay) drive learning-rate schedules
-                # (``lr=[[0, a], [n, b]]``).
+                # States collected so far (restored with the replay) drive learning-rate
+                # schedules (``lr=[[0, a], [n, b]]``), under the key RLlib's learners read.
                 timesteps = {NUM_ENV_STEPS_SAMPLED_LIFETIME: self.replay.steps_added}
                 results = self.learner_group.update(batch=batch, timesteps=timesteps)
                 self.metrics.aggregate(results, key=LEARNER_RESULTS)

@@ -27,9 +27,12 @@ def test_one_iteration_with_the_local_env_runner(ray_session):
             assert np.isfinite(learner[name]), name
         assert len(algo.replay) == 4 and result["expert_success_rate"] > 0
         steps = sum(len(t) for t in algo.replay._items)
-        assert result["num_env_steps_sampled"] == result["num_env_steps_sampled_lifetime"] == steps
+        assert result["num_states_collected"] == result["num_states_collected_lifetime"] == steps
+        assert 0 < result["env_runners"]["num_env_steps_sampled"] <= steps and result["env_runners"]["num_episodes"] == 1
         second = algo.train()
-        assert second["num_env_steps_sampled_lifetime"] == steps + second["num_env_steps_sampled"] == algo.replay.steps_added
+        assert second["num_states_collected_lifetime"] == steps + second["num_states_collected"] == algo.replay.steps_added
+        # The env runner hands over the episodes it kept for its metrics (they used to pile up).
+        assert not algo.env_runner._done_episodes_for_metrics
         split_seen = set(map(tuple, algo.config.env_config["pairs"]))
         assert all((t.env_id, t.task_id) in split_seen for t in algo.replay._items)
     finally:
@@ -103,11 +106,12 @@ def test_periodic_evaluation_reports_seen_and_unseen(ray_session):
 def test_two_env_runners_share_the_seen_pairs(ray_session):
     algo = tiny_config(episodes_per_env_runner=3).env_runners(num_env_runners=2).build_algo()
     try:
-        algo.train()
+        result = algo.train()
         pairs = [tuple(p) for p in algo.config.env_config["pairs"]]
         shards = [set(pairs[0::2]), set(pairs[1::2])]
         collected = [(t.env_id, t.task_id) for t in algo.replay._items]
         assert len(collected) == 2 * 3 * 4
+        assert result["env_runners"]["num_episodes"] == 2 * 3  # both runners' metrics
         assert all(any(p in shard for p in collected) for shard in shards)
     finally:
         algo.stop()
@@ -150,7 +154,7 @@ def test_checkpoint_round_trip_and_module_alone_without_ray(ray_session, tmp_pat
         obs = torch.randint(0, 256, (3, 12, 16, 16), dtype=torch.uint8)
         ids = torch.tensor([0, 5, 19])
         expected = restored.get_module("synpo").net(obs, ids, ids).logits.detach().numpy()
-        assert restored.train()["num_env_steps_sampled_lifetime"] == restored.replay.steps_added > steps  # counted from the start
+        assert restored.train()["num_states_collected_lifetime"] == restored.replay.steps_added > steps  # counted from the start
     finally:
         restored.stop()
     meta = json.loads((tmp_path / "ckpt" / "synpo_meta.json").read_text())
