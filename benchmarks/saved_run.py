@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -23,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling script, 
 import learning_speed  # noqa: E402
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class SavedRun:
     weights: Path
     config: DirectConfig
