@@ -34,9 +34,9 @@ from rllib_synpo.thor.pair_env import THOR_PAIRS_ENV_NAME, thor_frame_layout
 from rllib_synpo.trajectories import FrameLayout, collect_trajectories
 
 REPLAY_FILE = "synpo_replay.pkl"
+META_FILE = "synpo_meta.json"  # split and gridworld settings, for evaluation without Ray
 NUM_STATES_COLLECTED = "num_states_collected"
 NUM_STATES_COLLECTED_LIFETIME = "num_states_collected_lifetime"
-META_FILE = "synpo_meta.json"  # split and gridworld settings, for evaluation without Ray
 
 
 class SynPo(Algorithm):
