@@ -1,12 +1,13 @@
-"""Writes the weights a finished `benchmarks/learning_speed.py` run saved (``RUN.pt``) as a
-SynPo checkpoint folder, for ``rllib evaluate``, ``rllib synpo adapt`` and PPO fine-tuning
-(``imitation_checkpoint`` of `tuned_examples/synpo_gridworld_ppo.yaml`):
+"""Writes the weights a finished `benchmarks/learning_speed.py` run or a run of a reproduction
+study (``python -m rllib_synpo.reproduce``) saved (``RUN.pt``) as a SynPo checkpoint folder,
+for ``rllib evaluate``, ``rllib synpo adapt`` and PPO fine-tuning (``imitation_checkpoint`` of
+`tuned_examples/synpo_gridworld_ppo.yaml`):
 
     python benchmarks/export_run.py results/curves/R2h_norm_wd1e-4_120min.pt results/checkpoints/R2h
 
-The network, its split and gridworld come from the run's own command line, recorded beside the
-weights in ``RUN.json``, so they are the ones it trained with (``--export`` at training time
-writes the same folder).
+The network, its split and gridworld come from the run's own record beside the weights in
+``RUN.json`` (the command line, or the study's settings), so they are the ones it trained with
+(``--export`` at training time writes the same folder).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from saved_run import load_run  # noqa: E402
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("weights", type=Path, help="RUN.pt written by benchmarks/learning_speed.py (RUN.json beside it)")
+    parser.add_argument("weights", type=Path, help="RUN.pt of a learning_speed.py or reproduction run (RUN.json beside it)")
     parser.add_argument("out", type=Path, help="checkpoint folder to create")
     args = parser.parse_args(argv)
     run = load_run(args.weights)

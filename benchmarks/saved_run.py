@@ -1,7 +1,8 @@
-"""A finished `benchmarks/learning_speed.py` run, rebuilt from what it saved: its weights
-(``RUN.pt``) and the command line recorded beside them (``RUN.json``). The tools that read a
-run's weights build the network, split and observation it trained with from that record, so
-they need no flags restating them (and cannot be given wrong ones).
+"""A finished training run, rebuilt from what it saved: its weights (``RUN.pt``) and the record
+beside them (``RUN.json``): the command line of a `benchmarks/learning_speed.py` run, or the
+settings of a run of ``python -m rllib_synpo.reproduce`` (its config and seen pairs). The tools
+that read a run's weights build the network, split and observation it trained with from that
+record, so they need no flags restating them (and cannot be given wrong ones).
 """
 
 from __future__ import annotations
@@ -47,15 +48,36 @@ class SavedRun:
 def load_run(weights: Path | str) -> SavedRun:
     """The run whose weights are ``weights`` (``RUN.pt``, with ``RUN.json`` beside it)."""
     weights = Path(weights)
-    record = weights.with_suffix(".json")
-    for path in (weights, record):
+    record_path = weights.with_suffix(".json")
+    for path in (weights, record_path):
         if not path.is_file():
-            raise SystemExit(f"{path} not found: expected a learning_speed.py run's .pt and the .json beside it")
-    run_argv = json.loads(record.read_text()).get("argv")
-    if not isinstance(run_argv, list) or not run_argv:
-        raise SystemExit(f"{record} has no 'argv' list: not written by benchmarks/learning_speed.py")
-    args = learning_speed._parser().parse_args(run_argv[1:])
-    split, seen_pairs, _ = learning_speed.run_pairs(args)
+            raise SystemExit(f"{path} not found: expected a run's .pt and the .json beside it")
+    record = json.loads(record_path.read_text())
+    if "settings" in record:
+        config, split = _from_study_settings(record["settings"], record_path)
+        seen_pairs = list(split.seen)
+    else:
+        run_argv = record.get("argv")
+        if not isinstance(run_argv, list) or not run_argv:
+            raise SystemExit(
+                f"{record_path} has no 'argv' list nor 'settings': written neither by "
+                "benchmarks/learning_speed.py nor by python -m rllib_synpo.reproduce"
+            )
+        args = learning_speed._parser().parse_args(run_argv[1:])
+        split, seen_pairs, _ = learning_speed.run_pairs(args)
+        config = learning_speed._config(args)
     state_dict = torch.load(weights, map_location="cpu")
-    config = dataclasses.replace(learning_speed._config(args), device="cpu")  # the tools run on the CPU, wherever it trained
+    config = dataclasses.replace(config, device="cpu")  # the tools run on the CPU, wherever it trained
     return SavedRun(weights, config, split, seen_pairs, state_dict)
+
+
+def _from_study_settings(settings: dict, record_path: Path) -> tuple[DirectConfig, Split]:
+    """The config and split of a reproduction study's run (`rllib_synpo.study_runs.RunSpec.settings`)."""
+    try:
+        config = DirectConfig(**settings["config"])
+        recorded = settings["split"]
+        seen = tuple(tuple(pair) for pair in recorded["seen"])
+        split = Split(recorded["num_envs"], recorded["num_tasks"], seen, name=recorded["name"])
+    except (KeyError, TypeError, ValueError) as error:
+        raise SystemExit(f"{record_path}: malformed study settings ({error})") from None
+    return config, split
