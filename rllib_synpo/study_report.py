@@ -32,12 +32,13 @@ class TableRow:
     results: tuple[dict, ...]
     paper: PaperAvgSR | None = None
 
-    def stat(self, key: str, scale: float) -> tuple[float, float] | None:
+    def stat(self, key: str, scale: float) -> tuple[float, float | None] | None:
+        """(mean, std) over seeds; the std is None for a single seed (not a spread of 0)."""
         values = [r["final"][key] for r in self.results if r["final"].get(key) is not None]
         if not values:
             return None
         values = scale * np.asarray(values, float)
-        return float(values.mean()), float(values.std())
+        return float(values.mean()), (float(values.std()) if len(values) > 1 else None)
 
 
 @dataclass(frozen=True)
@@ -46,8 +47,11 @@ class Section:
     rows: tuple[TableRow, ...]
 
 
-def mean_std(stat: tuple[float, float] | None, digits: int = 1) -> str:
-    return MISSING if stat is None else f"{stat[0]:.{digits}f} ± {stat[1]:.{digits}f}"
+def mean_std(stat: tuple[float, float | None] | None, digits: int = 1) -> str:
+    if stat is None:
+        return MISSING
+    mean, std = stat
+    return f"{mean:.{digits}f}" if std is None else f"{mean:.{digits}f} ± {std:.{digits}f}"
 
 
 def _paper_cell(paper: PaperAvgSR | None, part: str) -> str:
@@ -81,7 +85,8 @@ def csv_rows(section: Section) -> list[dict]:
         out = {"section": section.title, "method": row.label, "seeds": len(row.results)}
         for name, key, scale in MEASURES:
             stat = row.stat(key, scale)
-            out[f"{name}_mean"], out[f"{name}_std"] = stat if stat else ("", "")
+            mean, std = stat if stat else ("", "")
+            out[f"{name}_mean"], out[f"{name}_std"] = mean, "" if std is None else std
             if name.endswith("avgsr"):
                 part = name.split("_")[0]
                 out[f"paper_{name}_mean"] = getattr(row.paper, part) if row.paper else ""
@@ -156,7 +161,7 @@ def plot_ratio(rows: Sequence[tuple[float, TableRow]], path: Path, title: str) -
     fractions = [100 * f for f, _ in rows]
     for part in PARTS:
         stats = [row.stat(f"{part}_avg_success_rate", 100.0) or (np.nan, np.nan) for _, row in rows]
-        ax.errorbar(fractions, [s[0] for s in stats], yerr=[s[1] for s in stats], marker="o", capsize=3, label=f"{part} AvgSR")
+        ax.errorbar(fractions, [s[0] for s in stats], yerr=[s[1] or 0.0 for s in stats], marker="o", capsize=3, label=f"{part} AvgSR")
     ax.set(xlabel="seen pairs (% of 10 x 10)", ylabel="AvgSR %", title=title, ylim=(0, 100))
     ax.grid(alpha=0.3)
     ax.legend()

@@ -46,12 +46,15 @@ def test_table1_writes_runs_and_the_table_beside_the_papers(table1):
     assert list(ours.index) == ["SF", "SynPo"] and (ours["seeds"] == 1).all()
     for column in ("seen_avgsr_mean", "unseen_avgsr_mean", "seen_return_mean", "unseen_return_mean"):
         assert ours[column].astype(float).notna().all(), column
+        assert ours[column.replace("_mean", "_std")].isna().all(), column  # one seed: no spread
     assert ours.loc["SynPo", "paper_seen_avgsr_mean"] == TABLE1["synpo"].seen
     assert ours.loc["SF", "paper_unseen_avgsr_std"] == TABLE1["sf"].unseen_std
     blind = table[table["section"].str.startswith("Blind")].set_index("method")
     assert blind.loc["MTL", "paper_seen_avgsr_mean"] == BLIND["mtl"].seen and (blind["seeds"] == 0).all()
     markdown = out.with_name("gw_table1.md").read_text()
     assert "| SynPo | 1 |" in markdown and "83.3 ± 0.5" in markdown and "paper unseen AvgSR %" in markdown
+    synpo_row = next(line for line in markdown.splitlines() if line.startswith("| SynPo | 1 |"))
+    assert synpo_row.count("±") == 2  # the paper's two cells; one seed of ours has no std
     facts = ("- command: `python -m rllib_synpo.reproduce table1", "- seeds: 0", "- hardware: ", "torch threads 1",
              "- minutes per run: 0.01", "- total wall time: ")
     for fact in facts:
