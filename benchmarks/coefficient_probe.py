@@ -16,8 +16,8 @@ unseen pairs apart:
 
     python benchmarks/coefficient_probe.py results/curves/RUN.pt
 
-RUN.pt is the state dict `benchmarks/learning_speed.py` saves at the end of a run; its network,
-split and observation come from the command line recorded in the RUN.json beside it. The states
+RUN.pt is the state dict `benchmarks/learning_speed.py` or a reproduction study saves at the end
+of a run; its network, split and observation come from the record in the RUN.json beside it. The states
 are collected as `DirectConfig`'s defaults collect (256 expert episodes, epsilon 0.1), whatever
 the run's own collection was.
 """
@@ -39,7 +39,7 @@ from rllib_synpo.networks.factory import COEFFICIENT_NETWORKS
 from rllib_synpo.networks.synpo import make_coefficient_function, pair_grid
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script: its sibling
-from saved_run import load_run  # noqa: E402
+from saved_run import WEIGHTS_HELP, load_run  # noqa: E402
 
 VARIANTS = ("trained", "oracle", "per-pair", "mlp", "mlp-dropout", "mlp-decay", "product")
 PROBE_EMBEDDING_DIM = 128  # the paper's embedding and hidden sizes for the fresh coefficient functions
@@ -138,7 +138,7 @@ def variant(name: str, num_envs: int, num_tasks: int, basis_dim: int) -> tuple[n
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("weights", help="RUN.pt written by benchmarks/learning_speed.py (RUN.json beside it)")
+    p.add_argument("weights", help=WEIGHTS_HELP)
     p.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated, from {VARIANTS}")
     p.add_argument("--states", type=int, default=30_000, help="stored states: half fit, half score")
     p.add_argument("--collect-steps", type=int, default=160, help="expert collection steps (256 states each)")

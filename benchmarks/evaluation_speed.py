@@ -19,12 +19,12 @@ import torch
 from rllib_synpo.evaluation import evaluate, torch_greedy_policy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script: its sibling
-from saved_run import load_run  # noqa: E402
+from saved_run import WEIGHTS_HELP, load_run  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("weights", help="RUN.pt written by benchmarks/learning_speed.py (RUN.json beside it)")
+    p.add_argument("weights", help=WEIGHTS_HELP)
     p.add_argument("--episodes", type=int, default=100, help="episodes per pair")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     p.add_argument("--also-run-out", action="store_true", help="also time the evaluation that runs every episode out")

@@ -19,12 +19,12 @@ from pathlib import Path
 from rllib_synpo.export import ExportError, export_checkpoint
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script: its sibling
-from saved_run import load_run  # noqa: E402
+from saved_run import WEIGHTS_HELP, load_run  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("weights", type=Path, help="RUN.pt of a learning_speed.py or reproduction run (RUN.json beside it)")
+    parser.add_argument("weights", type=Path, help=WEIGHTS_HELP)
     parser.add_argument("out", type=Path, help="checkpoint folder to create")
     args = parser.parse_args(argv)
     run = load_run(args.weights)

@@ -7,8 +7,8 @@ neither were the maze's states without that treasure).
 
     python benchmarks/failure_breakdown.py results/curves/RUN.pt [--episodes 5]
 
-RUN.pt is the state dict `benchmarks/learning_speed.py` saves at the end of a run; its network,
-split and observation come from the command line recorded in the RUN.json beside it.
+RUN.pt is the state dict `benchmarks/learning_speed.py` or a reproduction study saves at the end
+of a run; its network, split and observation come from the record in the RUN.json beside it.
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ from synpo_envs.splits import Pair, Split
 from rllib_synpo.evaluation import PairResults, evaluate, torch_greedy_policy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script: its sibling
-from saved_run import load_run  # noqa: E402
+from saved_run import WEIGHTS_HELP, load_run  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("weights", help="RUN.pt written by benchmarks/learning_speed.py (RUN.json beside it)")
+    parser.add_argument("weights", help=WEIGHTS_HELP)
     parser.add_argument("--episodes", type=int, default=5, help="episodes per pair")
     parser.add_argument("--seed", type=int, default=777)
     args = parser.parse_args(argv)

@@ -23,6 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling script, 
 import learning_speed  # noqa: E402
 
 
+WEIGHTS_HELP = "RUN.pt of a learning_speed.py or reproduction run (RUN.json beside it)"  # the tools' argument
+
+
 @dataclasses.dataclass(frozen=True)
 class SavedRun:
     weights: Path
