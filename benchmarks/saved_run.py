@@ -78,9 +78,7 @@ def _from_study_settings(settings: dict, record_path: Path) -> tuple[DirectConfi
     """The config and split of a reproduction study's run (`rllib_synpo.study_runs.RunSpec.settings`)."""
     try:
         config = DirectConfig(**settings["config"])
-        recorded = settings["split"]
-        seen = tuple(tuple(pair) for pair in recorded["seen"])
-        split = Split(recorded["num_envs"], recorded["num_tasks"], seen, name=recorded["name"])
-    except (KeyError, TypeError, ValueError) as error:
+        split = Split.from_dict(settings["split"], source="its split")
+    except (KeyError, TypeError, ValueError) as error:  # SplitError is a ValueError
         raise SystemExit(f"{record_path}: malformed study settings ({error})") from None
     return config, split

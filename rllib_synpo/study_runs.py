@@ -47,10 +47,7 @@ class RunSpec:
         """Everything that decides the run's outcome (JSON-normalized), hardware aside."""
         settings = {
             "seed": self.seed, "config": asdict(self.config), "budget": asdict(self.budget),
-            "split": {
-                "name": self.split.name, "num_envs": self.split.num_envs, "num_tasks": self.split.num_tasks,
-                "seen": [list(p) for p in self.split.seen],
-            },
+            "split": self.split.to_dict(),
         }
         return json.loads(json.dumps(settings))
 
