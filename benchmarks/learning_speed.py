@@ -76,6 +76,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--normalize-embeddings", action="store_true",
                    help="SynPo: unit-length e_task, e_env into alpha, beta (the authors' code option --norm)")
     p.add_argument("--embedding-dim", type=int, default=d.embedding_dim)
+    p.add_argument("--basis-dim", type=int, default=None, help="K, the size of the state-action features and of alpha, beta (default: the network's)")
     p.add_argument("--coefficients", choices=COEFFICIENT_FUNCTIONS, default=COEFFICIENT_DEFAULTS["coefficient_function"],
                    help="SynPo's coefficient functions: the paper's MLP on [e_task; e_env], or a product of per-embedding MLPs")
     p.add_argument("--batch-size", type=int, default=d.batch_size)
@@ -103,7 +104,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _network_kwargs(args: argparse.Namespace) -> dict:
-    """SynPo-only options, passed only when they differ from the paper's (baselines lack them)."""
+    """Network options: the coefficient ones (SynPo, MTL) only when they differ from the paper's
+    (baselines lack them), the basis size when given."""
     options = {
         "coefficient_function": args.coefficients,
         "coefficient_dropout": args.coefficient_dropout,
@@ -112,6 +114,8 @@ def _network_kwargs(args: argparse.Namespace) -> dict:
     kwargs = changed_coefficient_options(options)
     if kwargs and args.network not in COEFFICIENT_NETWORKS:
         raise SystemExit(f"--coefficients/--coefficient-dropout/--normalize-embeddings apply to networks {list(COEFFICIENT_NETWORKS)} only, not {args.network!r}")
+    if args.basis_dim is not None:
+        kwargs["basis_dim"] = args.basis_dim
     return kwargs
 
 

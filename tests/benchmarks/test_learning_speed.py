@@ -23,7 +23,7 @@ def _run_tiny(out: Path, *extra: str) -> None:
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("extra", [[], ["--relabel", "--dagger", "0.5", "--absent-treasures", "0.3", "--lr-schedule", "cosine", "--pairs", "0:0,0:1,1:1", "--batch-norm"]])
+@pytest.mark.parametrize("extra", [[], ["--relabel", "--dagger", "0.5", "--absent-treasures", "0.3", "--lr-schedule", "cosine", "--pairs", "0:0,0:1,1:1", "--batch-norm", "--basis-dim", "16"]])
 def test_tiny_budget_writes_csv_png_and_meta(tmp_path, extra):
     out = tmp_path / "curve"
     _run_tiny(out, *extra)
@@ -34,7 +34,8 @@ def test_tiny_budget_writes_csv_png_and_meta(tmp_path, extra):
         assert curve[column].between(0, 10).all(), column
     assert curve["episodes_per_pair"].iloc[-1] == 1
     assert out.with_suffix(".png").read_bytes()[:4] == b"\x89PNG"
-    assert ('"relabel_seen_tasks": true' in out.with_suffix(".json").read_text() and '"absent_treasures": 0.3' in out.with_suffix(".json").read_text()) or not extra
+    meta = out.with_suffix(".json").read_text()
+    assert ('"relabel_seen_tasks": true' in meta and '"absent_treasures": 0.3' in meta and '"basis_dim": 16' in meta) or not extra
 
 
 def test_cosine_schedule_decays_from_lr_to_the_final_fraction():
