@@ -41,8 +41,9 @@ def mlp(inputs: int, hidden: int, outputs: int) -> nn.Sequential:
 class ProductCoefficients(nn.Module):
     """``f_task(e_task) * f_env(e_env)`` (elementwise) from the input ``[e_task; e_env]``: a
     factorized coefficient function, each factor trained by every pair of its task
-    (environment). Not the paper's (a single MLP on the concatenation); on the gridworld it
-    composes worse than the paper's (results/learning_efficiency.md, findings 12-13)."""
+    (environment). Not the paper's (a single MLP on the concatenation). On the gridworld it
+    composes worse than the paper's without unit-length embeddings and BatchNorm, and better
+    with them (results/learning_efficiency.md, findings 12-13 and 25)."""
 
     def __init__(self, embedding_dim: int, hidden_dim: int, basis_dim: int) -> None:
         super().__init__()
