@@ -49,6 +49,14 @@ from rllib_synpo.networks.synpo import (
 SPLITS = ("paper", "transfer")
 
 
+def _size(text: str) -> int:
+    """A layer size: a positive integer (argparse names the bad value otherwise)."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--minutes", type=float, default=10.0, help="training wall-clock budget")
@@ -63,7 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     d = DirectConfig()
     p.add_argument("--network", choices=sorted(NETWORKS), default=d.network, help="SynPo or a baseline")
     p.add_argument("--encoder", default=d.encoder)
-    p.add_argument("--width", type=int, default=None, help="encoder width (compact encoder)")
+    p.add_argument("--width", type=_size, default=None, help="encoder width (compact encoder)")
     p.add_argument("--batch-norm", action="store_true", help="compact encoder: BatchNorm on its input and after each convolution")
     p.add_argument("--lr", type=float, default=d.lr)
     p.add_argument("--lr-schedule", choices=LR_SCHEDULES, default="constant",
@@ -75,8 +83,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="weight decay of the embeddings and alpha/beta alone (default: --weight-decay)")
     p.add_argument("--normalize-embeddings", action="store_true",
                    help="SynPo: unit-length e_task, e_env into alpha, beta (the authors' code option --norm)")
-    p.add_argument("--embedding-dim", type=int, default=d.embedding_dim)
-    p.add_argument("--basis-dim", type=int, default=None, help="K, the size of the state-action features and of alpha, beta (default: the network's)")
+    p.add_argument("--embedding-dim", type=_size, default=d.embedding_dim)
+    p.add_argument("--basis-dim", type=_size, default=None, help="K, the size of the state-action features and of alpha, beta (default: the network's)")
     p.add_argument("--coefficients", choices=COEFFICIENT_FUNCTIONS, default=COEFFICIENT_DEFAULTS["coefficient_function"],
                    help="SynPo's coefficient functions: the paper's MLP on [e_task; e_env], or a product of per-embedding MLPs")
     p.add_argument("--batch-size", type=int, default=d.batch_size)
@@ -95,7 +103,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--agent-channel", action="store_true", help="non-occluding observation variant")
     p.add_argument("--relabel", action="store_true", help="relabel states with every seen task of their env")
     p.add_argument("--absent-treasures", type=float, default=d.absent_treasures, help="collection only: each treasure outside the task is absent from the start with this probability (not the paper)")
-    p.add_argument("--feature-dim", type=int, default=d.feature_dim)
+    p.add_argument("--feature-dim", type=_size, default=d.feature_dim)
     p.add_argument("--pairs", default="split", help="'split' (144 seen) or 'e:t,e:t,...' to train on given pairs")
     p.add_argument("--split", choices=SPLITS, default="paper",
                    help="paper: the 144/256 split (--split-seed); transfer: P = envs 0-9 x tasks 0-9, the start of settings 2/3")

@@ -55,6 +55,15 @@ def test_coefficient_options_are_refused_for_networks_without_them():
         main(["--network", "sf", "--coefficient-dropout", "0.3"])
 
 
+@pytest.mark.parametrize("flag", ["--basis-dim", "--feature-dim", "--embedding-dim", "--width"])
+def test_layer_sizes_must_be_positive(flag, capsys):
+    from benchmarks.learning_speed import main
+
+    with pytest.raises(SystemExit):
+        main([flag, "0"])
+    assert f"argument {flag}: expected a positive integer, got '0'" in capsys.readouterr().err
+
+
 def test_compact_encoder_options_are_refused_for_other_encoders():
     from benchmarks.learning_speed import main
 
