@@ -28,6 +28,7 @@ NETWORKS: dict[str, type[nn.Module]] = {
 # The networks built on SynPo's coefficient functions (they take the options of
 # `networks.synpo.COEFFICIENT_DEFAULTS`; the others refuse them).
 COEFFICIENT_NETWORKS = ("synpo", "mtl")
+LAYER_SIZE_KEYS = ("feature_dim", "embedding_dim", "basis_dim", "hidden_dim")
 
 
 def make_network(kind: str, *, obs_shape: tuple[int, int, int], num_actions: int, num_envs: int, num_tasks: int, **sizes) -> nn.Module:
@@ -35,4 +36,10 @@ def make_network(kind: str, *, obs_shape: tuple[int, int, int], num_actions: int
     config (encoder, encoder_kwargs, feature_dim, embedding_dim, basis_dim, hidden_dim)."""
     if kind not in NETWORKS:
         raise ValueError(f"unknown network {kind!r}; expected one of {sorted(NETWORKS)}")
+    for key in LAYER_SIZE_KEYS:
+        # Checked here, where the RLModule and the Ray-free trainer meet: a negative size would
+        # fail deep in torch and a zero one build an empty layer.
+        value = sizes.get(key, 1)
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"{key} must be a positive integer, got {value!r}")
     return NETWORKS[kind](obs_shape=obs_shape, num_actions=num_actions, num_envs=num_envs, num_tasks=num_tasks, **sizes)

@@ -369,3 +369,20 @@ def test_the_value_loss_trains_the_value_head_and_not_the_policy_features(kind):
         assert "env_embedding.weight" in reached
     else:
         assert reached == {"value_head.weight", "value_head.bias"}
+
+
+@pytest.mark.parametrize("key", ["feature_dim", "embedding_dim", "basis_dim", "hidden_dim"])
+@pytest.mark.parametrize("value", [0, -4, 1.5, True])
+def test_layer_sizes_must_be_positive_integers(key, value):
+    """Both ways of building a network, the RLModule's and the Ray-free trainer's, name the bad size."""
+    import synpo_envs
+
+    from rllib_synpo.direct import DirectConfig, network_for
+    from rllib_synpo.rl_module import network_from_spaces
+
+    env = synpo_envs.GridWorld()
+    message = rf"{key} must be a positive integer, got {value!r}"
+    with pytest.raises(ValueError, match=message):
+        network_from_spaces(env.observation_space, env.action_space, {key: value})
+    with pytest.raises(ValueError, match=message):
+        network_for(DirectConfig(network_kwargs={key: value}), synpo_envs.BatchedGridWorld(1).grid_spec)
