@@ -190,10 +190,10 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"--export {args.export} exists; name a new folder")
     if args.threads:
         torch.set_num_threads(args.threads)
-    config = _config(args)
     try:
+        config = _config(args)
         trainer = DirectImitation(config, seen_pairs, seed=args.seed)
-    except ValueError as error:  # e.g. --device cuda without a GPU
+    except ValueError as error:  # e.g. --epsilon 1.5, or --device cuda without a GPU
         raise SystemExit(str(error)) from None
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -64,6 +64,13 @@ def test_layer_sizes_must_be_positive(flag, capsys):
     assert f"argument {flag}: expected a positive integer, got '0'" in capsys.readouterr().err
 
 
+def test_a_bad_trainer_setting_is_a_one_line_error():
+    from benchmarks.learning_speed import main
+
+    with pytest.raises(SystemExit, match=r"^epsilon must be a probability in \[0, 1\], got 1.5$"):
+        main(["--epsilon", "1.5"])
+
+
 def test_compact_encoder_options_are_refused_for_other_encoders():
     from benchmarks.learning_speed import main
 

@@ -1,4 +1,4 @@
-"""The Ray-free trainer's composition diagnostic and optimizer groups, without Ray."""
+"""The Ray-free trainer's configuration checks, composition diagnostic and optimizer groups, without Ray."""
 
 import numpy as np
 import pytest
@@ -87,3 +87,24 @@ def test_best_recipe_gives_coefficient_options_only_to_networks_with_coefficient
         assert config.encoder == "compact" and config.encoder_kwargs == BEST_ENCODER_OPTIONS
     assert best_recipe(network_kwargs={}).network_kwargs == {}  # an explicit choice wins
     assert best_recipe(encoder="paper_resnet").encoder_kwargs == {}  # the options are the compact encoder's
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [
+        ("batch_size", 0, "an integer >= 1"),
+        ("num_collectors", 2.0, "an integer >= 1"),
+        ("lr", 0.0, "a number > 0"),
+        ("pick_weight", -1.0, "a number > 0"),
+        ("l1", -0.01, "a number >= 0"),
+        ("weight_decay", "1e-4", "a number >= 0"),
+        ("epsilon", 1.5, r"a probability in \[0, 1\]"),
+        ("dagger", -0.1, r"a probability in \[0, 1\]"),
+        ("collect_every", 0, "an integer >= 1"),
+        ("warmup_states", -1, "an integer >= 0"),
+        ("coefficient_weight_decay", -1e-3, "None or a number >= 0"),
+    ],
+)
+def test_config_names_a_bad_value(field, value, expected):
+    with pytest.raises(ValueError, match=rf"^{field} must be {expected}, got {value!r}$"):
+        DirectConfig(**{field: value})
