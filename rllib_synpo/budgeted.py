@@ -9,9 +9,10 @@ evaluation, and the trained weights (``.pt``) at the end.
 The project's best recipe so far (results/learning_efficiency.md), `best_recipe`: relabelled
 seen tasks, the compact encoder with BatchNorm and a 1024-d state feature, the paper's loss
 weights, unit-length embeddings into the coefficient functions and Adam weight decay 1e-4 (the
-authors' code options ``--norm`` and ``--wd``), and a cosine learning-rate schedule over the
-budget (`Budget` with ``lr_schedule="cosine"``); as benchmark flags: ``--relabel --feature-dim 1024
---lr-schedule cosine --normalize-embeddings --weight-decay 1e-4 --batch-norm``.
+authors' code options ``--norm`` and ``--wd``), the product coefficient function
+f(e_task) * g(e_env) (not the paper's), and a cosine learning-rate schedule over the budget
+(`Budget` with ``lr_schedule="cosine"``); as benchmark flags: ``--relabel --feature-dim 1024
+--lr-schedule cosine --normalize-embeddings --weight-decay 1e-4 --batch-norm --coefficients product``.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ LR_SCHEDULES = ("constant", "cosine")
 DEFAULT_LR_FINAL = 0.02  # cosine: final learning rate as a fraction of the initial one
 BEST_FEATURE_DIM = 1024
 BEST_WEIGHT_DECAY = 1e-4  # the authors' --wd (findings 14-15, 17)
-BEST_COEFFICIENT_OPTIONS = {"normalize_embeddings": True}  # the authors' --norm; SynPo and MTL only
+# SynPo and MTL only: the authors' --norm, and the product coefficient function (findings 25-26).
+BEST_COEFFICIENT_OPTIONS = {"normalize_embeddings": True, "coefficient_function": "product"}
 BEST_ENCODER_OPTIONS = {"batch_norm": True}  # finding 22; the compact encoder's option
 EVAL_SEED_BASE = 10_000  # evaluation episodes are seeded 10,000 + updates so far
 RECENT_STEPS = 200  # training statistics of a row: the mean over the last updates

@@ -235,7 +235,7 @@ class Context:
             f"- command: `{self.command}`",
             f"- seeds: {' '.join(map(str, args.seeds))} (training seeds); split seed {args.split_seed}",
             f"- recipe: best_recipe (relabelled seen tasks, {d.encoder} encoder {d.encoder_kwargs}, feature_dim {d.feature_dim}, loss weights "
-            f"l1 {d.l1:g} l2 {d.l2:g} l3 {d.l3:g}, unit-length embeddings into alpha/beta for SynPo and MTL, Adam lr {d.lr:g} "
+            f"l1 {d.l1:g} l2 {d.l2:g} l3 {d.l3:g}, coefficient options {d.network_kwargs} for SynPo and MTL, Adam lr {d.lr:g} "
             f"with weight decay {d.weight_decay:g} and a cosine schedule over the budget), "
             f"{args.num_collectors} collectors, batches of {args.batch_size}, max {args.max_steps} steps",
             f"- minutes per run: {args.minutes_per_run:g} (training; evaluation excluded); final evaluation "

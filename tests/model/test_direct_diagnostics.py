@@ -89,6 +89,24 @@ def test_best_recipe_gives_coefficient_options_only_to_networks_with_coefficient
     assert best_recipe(encoder="paper_resnet").encoder_kwargs == {}  # the options are the compact encoder's
 
 
+def test_the_tuned_example_is_the_best_recipe_through_rllib():
+    """tuned_examples/synpo_gridworld.yaml trains what `best_recipe` trains (the learning-rate
+    schedule aside: RLlib's is by states collected, the benchmark's by minutes)."""
+    from pathlib import Path
+
+    import yaml
+
+    from rllib_synpo.budgeted import best_recipe
+
+    path = Path(__file__).resolve().parents[2] / "tuned_examples" / "synpo_gridworld.yaml"
+    ((_, experiment),) = yaml.safe_load(path.read_text()).items()
+    config, recipe = experiment["config"], best_recipe()
+    assert config["relabel_seen_tasks"] == recipe.relabel_seen_tasks
+    assert config["weight_decay"] == recipe.weight_decay
+    assert (config["l1"], config["l2"], config["l3"]) == (recipe.l1, recipe.l2, recipe.l3)
+    assert {"embedding_dim": recipe.embedding_dim, **config["model_config"]} == recipe.model_config()  # both default to 128
+
+
 @pytest.mark.parametrize(
     ("field", "value", "expected"),
     [
