@@ -34,6 +34,8 @@ from synpo_envs.gridworld.mazes import Maze, load_mazes, resolve_mazes
 from synpo_envs.splits import TRANSFER_SETTINGS, Split
 from torch import nn
 
+from rllib_synpo.checks import NON_NEGATIVE_INT, NON_NEGATIVE_NUMBER, POSITIVE_INT, POSITIVE_NUMBER, bad_setting
+
 Pair = tuple[int, int]
 # The paper's table: column -> (environment is new, task is new).
 TABLE_COLUMNS = {"cross (Q env, P task)": (True, False), "cross (P env, Q task)": (False, True), "Q pairs": (True, True)}
@@ -64,14 +66,14 @@ class AdaptConfig:
     def check(self) -> None:
         if self.setting not in TRANSFER_SETTINGS:
             raise AdaptError(f"setting must be one of {TRANSFER_SETTINGS}, got {self.setting!r}")
-        for name in ("iterations", "batch_size", "episodes_per_pair"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < (0 if name == "iterations" else 1):
-                raise AdaptError(f"{name} must be an integer >= {0 if name == 'iterations' else 1}, got {value!r}")
-        for name in ("lr", "l1", "l2", "l3"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or value < 0:
-                raise AdaptError(f"{name} must be a number >= 0, got {value!r}")
+        error = bad_setting(vars(self), {
+            NON_NEGATIVE_INT: ("iterations",),
+            POSITIVE_INT: ("batch_size", "episodes_per_pair"),
+            POSITIVE_NUMBER: ("lr",),
+            NON_NEGATIVE_NUMBER: ("l1", "l2", "l3"),
+        })
+        if error:
+            raise AdaptError(error)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from synpo_envs.splits import Split, random_split
 from synpo_envs.thor.constants import NUM_TASKS as NUM_THOR_TASKS
 
+from rllib_synpo.checks import NON_NEGATIVE_INT, NON_NEGATIVE_NUMBER, POSITIVE_INT, PROBABILITY, bad_setting, optional
 from rllib_synpo.networks import ENCODERS
 from rllib_synpo.pair_env import ENV_CONFIG_KEYS, PAIRS_ENV_NAME
 from rllib_synpo.rl_module import (
@@ -189,20 +190,15 @@ class SynPoConfig(AlgorithmConfig):
 
     def validate(self) -> None:
         super().validate()
-        for name in ("l1", "l2", "l3", "weight_decay"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or value < 0:
-                self._value_error(f"`{name}` must be a number >= 0, got {value!r}")
-        for name in ("replay_capacity", "trajectories_per_update", "updates_per_iteration", "episodes_per_env_runner", "greedy_episodes_per_pair"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                self._value_error(f"`{name}` must be an integer >= 1, got {value!r}")
-        if self.states_per_update is not None and (not isinstance(self.states_per_update, int) or self.states_per_update < 1):
-            self._value_error(f"`states_per_update` must be None or an integer >= 1, got {self.states_per_update!r}")
-        if not isinstance(self.warmup_trajectories, int) or self.warmup_trajectories < 0:
-            self._value_error(f"`warmup_trajectories` must be an integer >= 0, got {self.warmup_trajectories!r}")
-        if not 0.0 <= self.expert_epsilon <= 1.0:
-            self._value_error(f"`expert_epsilon` must be in [0, 1], got {self.expert_epsilon!r}")
+        error = bad_setting(vars(self), {
+            NON_NEGATIVE_NUMBER: ("l1", "l2", "l3", "weight_decay"),
+            POSITIVE_INT: ("replay_capacity", "trajectories_per_update", "updates_per_iteration", "episodes_per_env_runner", "greedy_episodes_per_pair"),
+            optional(POSITIVE_INT): ("states_per_update",),
+            NON_NEGATIVE_INT: ("warmup_trajectories",),
+            PROBABILITY: ("expert_epsilon",),
+        }, quote="`")
+        if error:
+            self._value_error(error)
         try:
             check_model_config(self.model_config)
             split = resolve_split(self.split)

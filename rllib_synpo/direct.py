@@ -23,6 +23,7 @@ from synpo_envs.gridworld import BatchedGridWorld
 from synpo_envs.gridworld.constants import NUM_ACTIONS, NUM_COLOURS, PICK_UP
 from synpo_envs.gridworld.core import GridSpec
 
+from rllib_synpo.checks import NON_NEGATIVE_INT, NON_NEGATIVE_NUMBER, POSITIVE_INT, POSITIVE_NUMBER, PROBABILITY, check_settings, optional
 from rllib_synpo.losses import (
     EPISODE_END,
     NO_TRANSITION,
@@ -74,19 +75,14 @@ class DirectConfig:
     def __post_init__(self) -> None:
         """Refuse what would fail deep in a run, or run without meaning (a zero batch, an
         epsilon above 1), naming the field and the bad value."""
-        checks = {
-            "a number > 0": (("lr", "pick_weight"), lambda v: _is_number(v) and v > 0),
-            "a number >= 0": (("weight_decay", "l1", "l2", "l3", "sf_td_weight"), lambda v: _is_number(v) and v >= 0),
-            "a probability in [0, 1]": (("epsilon", "dagger"), lambda v: _is_number(v) and 0 <= v <= 1),
-            "an integer >= 1": (("batch_size", "num_collectors", "collect_every", "replay_capacity"), lambda v: _is_int(v) and v >= 1),
-            "an integer >= 0": (("warmup_states",), lambda v: _is_int(v) and v >= 0),
-        }
-        for expected, (names, ok) in checks.items():
-            for name in names:
-                if not ok(getattr(self, name)):
-                    raise ValueError(f"{name} must be {expected}, got {getattr(self, name)!r}")
-        if self.coefficient_weight_decay is not None and not (_is_number(self.coefficient_weight_decay) and self.coefficient_weight_decay >= 0):
-            raise ValueError(f"coefficient_weight_decay must be None or a number >= 0, got {self.coefficient_weight_decay!r}")
+        check_settings(vars(self), {
+            POSITIVE_NUMBER: ("lr", "pick_weight"),
+            NON_NEGATIVE_NUMBER: ("weight_decay", "l1", "l2", "l3", "sf_td_weight"),
+            PROBABILITY: ("epsilon", "dagger"),
+            POSITIVE_INT: ("batch_size", "num_collectors", "collect_every", "replay_capacity"),
+            NON_NEGATIVE_INT: ("warmup_states",),
+            optional(NON_NEGATIVE_NUMBER): ("coefficient_weight_decay",),
+        })
 
     def model_config(self) -> dict:
         """The RLModule ``model_config`` that builds this config's network."""
@@ -94,14 +90,6 @@ class DirectConfig:
             "network": self.network, "encoder": self.encoder, "encoder_kwargs": dict(self.encoder_kwargs),
             "feature_dim": self.feature_dim, "embedding_dim": self.embedding_dim, **self.network_kwargs,
         }
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: object) -> bool:
-    return _is_int(value) or isinstance(value, float)
 
 
 NO_SUCCESSOR = EPISODE_END  # next_index of a row whose episode ended at that step (and batch next_row)

@@ -44,6 +44,7 @@ from synpo_envs.gridworld import BatchedGridWorld
 from synpo_envs.splits import Split
 
 from rllib_synpo.checkpoint_files import atomic_write
+from rllib_synpo.checks import NON_NEGATIVE_NUMBER, POSITIVE_INT, POSITIVE_NUMBER, bad_setting
 from rllib_synpo.config import MODULE_ID, policy_mapping_fn, resolve_split
 from rllib_synpo.pair_env import ENV_CONFIG_KEYS, PAIRS_ENV_NAME
 from rllib_synpo.rl_module import SynPoTorchRLModule, check_model_config
@@ -219,20 +220,15 @@ class SynPoPPOConfig(PPOConfig):
 
     def validate(self) -> None:
         super().validate()
-        for name in AUX_LOSSES.values():
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or value < 0:
-                self._value_error(f"`{name}` must be a number >= 0, got {value!r}")
+        error = bad_setting(vars(self), {
+            NON_NEGATIVE_NUMBER: (*AUX_LOSSES.values(), "weight_decay"),
+            POSITIVE_NUMBER: ("value_lr",),
+            POSITIVE_INT: ("load_check_episodes_per_pair", "greedy_episodes_per_pair"),
+        }, quote="`")
+        if error:
+            self._value_error(error)
         if self.optimizer_type not in OPTIMIZERS:
             self._value_error(f"`optimizer_type` must be one of {OPTIMIZERS}, got {self.optimizer_type!r}")
-        if not isinstance(self.weight_decay, (int, float)) or self.weight_decay < 0:
-            self._value_error(f"`weight_decay` must be a number >= 0, got {self.weight_decay!r}")
-        if isinstance(self.value_lr, bool) or not isinstance(self.value_lr, (int, float)) or self.value_lr <= 0:
-            self._value_error(f"`value_lr` must be a number > 0, got {self.value_lr!r}")
-        for name in ("load_check_episodes_per_pair", "greedy_episodes_per_pair"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                self._value_error(f"`{name}` must be an integer >= 1, got {value!r}")
         unknown = sorted(set(self.env_config) - ENV_CONFIG_KEYS)
         if self.env == PAIRS_ENV_NAME and unknown:
             self._value_error(f"unknown env_config key(s) {unknown} for {PAIRS_ENV_NAME}; expected some of {sorted(ENV_CONFIG_KEYS)}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from torch import nn
 
+from rllib_synpo.checks import POSITIVE_INT, check_settings
 from rllib_synpo.networks.mlp import MLPNetwork
 from rllib_synpo.networks.modulenet import ModuleNetwork
 from rllib_synpo.networks.mtl import MTLNetwork
@@ -36,10 +37,7 @@ def make_network(kind: str, *, obs_shape: tuple[int, int, int], num_actions: int
     config (encoder, encoder_kwargs, feature_dim, embedding_dim, basis_dim, hidden_dim)."""
     if kind not in NETWORKS:
         raise ValueError(f"unknown network {kind!r}; expected one of {sorted(NETWORKS)}")
-    for key in LAYER_SIZE_KEYS:
-        # Checked here, where the RLModule and the Ray-free trainer meet: a negative size would
-        # fail deep in torch and a zero one build an empty layer.
-        value = sizes.get(key, 1)
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise ValueError(f"{key} must be a positive integer, got {value!r}")
+    # Checked here, where the RLModule and the Ray-free trainer meet: a negative size would fail
+    # deep in torch and a zero one build an empty layer.
+    check_settings({key: sizes.get(key, 1) for key in LAYER_SIZE_KEYS}, {POSITIVE_INT: LAYER_SIZE_KEYS})
     return NETWORKS[kind](obs_shape=obs_shape, num_actions=num_actions, num_envs=num_envs, num_tasks=num_tasks, **sizes)

@@ -381,7 +381,7 @@ def test_layer_sizes_must_be_positive_integers(key, value):
     from rllib_synpo.rl_module import network_from_spaces
 
     env = synpo_envs.GridWorld()
-    message = rf"{key} must be a positive integer, got {value!r}"
+    message = rf"{key} must be an integer >= 1, got {value!r}"
     with pytest.raises(ValueError, match=message):
         network_from_spaces(env.observation_space, env.action_space, {key: value})
     with pytest.raises(ValueError, match=message):

@@ -183,6 +183,9 @@ print(out["action_dist_inputs"].tolist())
         ({"trajectories_per_update": 0}, "trajectories_per_update"),
         ({"states_per_update": 0.5}, "states_per_update"),
         ({"expert_epsilon": 1.5}, "expert_epsilon"),
+        # Not a number at all: named, not a TypeError from a comparison.
+        ({"expert_epsilon": "0.1"}, r"`expert_epsilon` must be a probability in \[0, 1\], got '0.1'"),
+        ({"l2": True}, "`l2` must be a number >= 0, got True"),
         ({"weight_decay": -1e-4}, "`weight_decay`"),
         ({"split": {"random": {"num_seen": 5}}}, "too few"),
         ({"encoder": "resnet9000"}, "resnet9000"),

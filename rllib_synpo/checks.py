@@ -1,0 +1,49 @@
+"""Range checks of numeric settings, shared by the configs, the adaptation options and the network
+factory (Ray-free): a bad value is refused up front with its name, what was expected and the
+value, instead of failing deep in a run or running without meaning (a zero batch, an epsilon of 2).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+
+# What a setting must be, as the error words it, and the test of a value.
+Rule = tuple[str, Callable[[object], bool]]
+
+
+def is_int(value: object) -> bool:
+    """An int that is not a bool: Python counts ``True`` as 1, never a size anyone meant."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value: object) -> bool:
+    return is_int(value) or isinstance(value, float)
+
+
+POSITIVE_NUMBER: Rule = ("a number > 0", lambda v: is_number(v) and v > 0)
+NON_NEGATIVE_NUMBER: Rule = ("a number >= 0", lambda v: is_number(v) and v >= 0)
+PROBABILITY: Rule = ("a probability in [0, 1]", lambda v: is_number(v) and 0 <= v <= 1)
+POSITIVE_INT: Rule = ("an integer >= 1", lambda v: is_int(v) and v >= 1)
+NON_NEGATIVE_INT: Rule = ("an integer >= 0", lambda v: is_int(v) and v >= 0)
+
+
+def optional(rule: Rule) -> Rule:
+    """``rule``, or None (a setting whose None means "derive it")."""
+    expected, ok = rule
+    return f"None or {expected}", lambda v: v is None or ok(v)
+
+
+def bad_setting(values: Mapping[str, object], rules: Mapping[Rule, Iterable[str]], *, quote: str = "") -> str | None:
+    """The error for the first setting named in ``rules`` whose value in ``values`` (a config's
+    ``vars``) breaks its rule, or None; ``quote`` wraps the name (RLlib's configs write `name`)."""
+    for (expected, ok), names in rules.items():
+        for name in names:
+            if not ok(values[name]):
+                return f"{quote}{name}{quote} must be {expected}, got {values[name]!r}"
+    return None
+
+
+def check_settings(values: Mapping[str, object], rules: Mapping[Rule, Iterable[str]]) -> None:
+    """Raise ValueError with `bad_setting`'s error, if any."""
+    error = bad_setting(values, rules)
+    if error:
+        raise ValueError(error)
