@@ -16,6 +16,8 @@ import numpy as np
 from synpo_envs.splits import PAPER_MIN_COVER, PAPER_NUM_SEEN, Split, SplitError
 from synpo_envs.thor.constants import NUM_TASKS, PAPER_KITCHENS, TASK_OBJECTS, TASKS
 
+from rllib_synpo.checks import is_int
+
 # Task ids whose object THOR >= 1.0 kitchens do not have.
 CONTAINER_TASKS = tuple(task for task, (obj, _) in enumerate(TASKS) if TASK_OBJECTS[obj] == "Container")
 
@@ -47,7 +49,7 @@ def thor_split(
     every kitchen seen with ``min_per_env`` tasks and every available task in ``min_per_task``
     kitchens (or as many as can pose it; the paper asks for at least one, the released gridworld
     code for 4), then the rest uniformly (the cover rule of `synpo_envs.splits.random_split`)."""
-    if not isinstance(num_envs, int) or num_envs < 1:
+    if not is_int(num_envs) or num_envs < 1:
         raise SplitError(f"num_envs must be a positive integer, got {num_envs!r}")
     allowed = _allowed(num_envs, unavailable_tasks, unavailable_pairs)
     if not 0 < num_seen <= allowed.sum():

@@ -314,6 +314,7 @@ def test_synpo_config_checks_the_thor_setup():
         ({"_model_config": {"encoder": "compact"}}, "THOR needs encoder 'thor'"),
         ({"_model_config": {"encoder": "thor"}, "split": {"thor": {"num_seen": 144}}}, "covers 19 x 21 pairs, but synpo_thor_pairs has 2 kitchens"),
         ({"_model_config": {"encoder": "thor"}, "relabel_seen_tasks": True}, "gridworld-only"),
+        ({"_model_config": {"encoder": "thor"}, "split": {"thor": {"num_envs": True}}}, "num_envs must be a positive integer, got True"),
     ]:
         with pytest.raises(ValueError, match=message):
             SynPoConfig().update_from_dict({**base, **extra}).validate()
