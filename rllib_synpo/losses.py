@@ -23,6 +23,7 @@ REWARD_LOSS = "reward_loss"
 ENV_DISENTANGLE_LOSS = "env_disentangle_loss"
 TASK_DISENTANGLE_LOSS = "task_disentangle_loss"
 SF_TD_LOSS = "sf_td_loss"
+IMITATION_KL_LOSS = "imitation_kl_loss"
 TOTAL_LOSS = "total_loss"
 SYNPO_LOSS_TERMS = frozenset({POLICY_LOSS, REWARD_LOSS, ENV_DISENTANGLE_LOSS, TASK_DISENTANGLE_LOSS})
 
@@ -60,6 +61,15 @@ def reward_loss(predicted_rewards: torch.Tensor, actions: torch.Tensor, rewards:
 def disentangle_loss(scores: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     """Cross-entropy of scores against all environment (or task) embeddings for the true id."""
     return F.cross_entropy(scores, ids)
+
+
+def kl_to_reference(reference_logits: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+    """Mean over rows of KL(pi_reference || pi): zero where the policy equals the reference
+    (e.g. the imitation policy PPO starts from), large where the policy drops an action the
+    reference prefers."""
+    reference_log_probs = F.log_softmax(reference_logits, dim=-1)
+    log_probs = F.log_softmax(logits, dim=-1)
+    return (reference_log_probs.exp() * (reference_log_probs - log_probs)).sum(-1).mean()
 
 
 # --- successor features (Kulkarni et al. 2016) ---------------------------------------------

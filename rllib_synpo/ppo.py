@@ -2,7 +2,8 @@
 
 `SynPoPPOConfig` / `SynPoPPO` ("SynPoPPO" with Ray Tune): the pair env executes the module's
 own (sampled) actions on the seen pairs and returns the real rewards; the learner adds SynPo's
-disentanglement losses (and optionally the reward loss) to PPO's loss as auxiliary terms.
+disentanglement losses (and optionally the reward loss) to PPO's loss as auxiliary terms, and
+optionally a KL penalty towards the imitation policy (``imitation_kl_coeff``).
 
 With ``imitation_checkpoint`` set, `SynPoPPO.setup` loads the imitation module with
 ``restore_from_path(<ckpt>/learner_group/learner/rl_module/synpo,
@@ -112,6 +113,7 @@ class SynPoPPOConfig(PPOConfig):
         self.optimizer_type = "rmsprop"
         self.weight_decay = 1e-4
         self.value_lr = 1e-3
+        self.imitation_kl_coeff = 0.0
         self.load_check_episodes_per_pair = 1
         self.greedy_episodes_per_pair = 2
         self.lr = 2.5e-5
@@ -142,6 +144,7 @@ class SynPoPPOConfig(PPOConfig):
         optimizer_type: str | None = NotProvided,
         weight_decay: float | None = NotProvided,
         value_lr: float | None = NotProvided,
+        imitation_kl_coeff: float | None = NotProvided,
         load_check_episodes_per_pair: int | None = NotProvided,
         greedy_episodes_per_pair: int | None = NotProvided,
         **kwargs,
@@ -167,6 +170,10 @@ class SynPoPPOConfig(PPOConfig):
             value_lr: Learning rate of the value head, which has its own optimizer (same type)
                 since it reads the features through a stop-gradient (`SynPoOutputs.value`); at
                 the policy's 2.5e-5 it did not learn within 200 iterations. Not the paper's.
+            imitation_kl_coeff: Weight of ``KL(pi_imitation || pi)`` on the train batch's
+                states, pi_imitation the frozen module of ``imitation_checkpoint`` (0 = off, the
+                paper's PPO and the default). Keeps fine-tuning near the imitation policy;
+                needs an ``imitation_checkpoint``. Not the paper's.
             load_check_episodes_per_pair: Greedy episodes per seen pair in the check that the
                 imitation module loaded (same pairs and seed for both modules).
             greedy_episodes_per_pair: Greedy episodes per pair (all of them) in each periodic
@@ -176,7 +183,7 @@ class SynPoPPOConfig(PPOConfig):
         for name, value in {
             "l1": l1, "l2": l2, "l3": l3, "split": split, "imitation_checkpoint": imitation_checkpoint,
             "optimizer_type": optimizer_type, "weight_decay": weight_decay, "value_lr": value_lr,
-            "load_check_episodes_per_pair": load_check_episodes_per_pair, "greedy_episodes_per_pair": greedy_episodes_per_pair,
+            "imitation_kl_coeff": imitation_kl_coeff, "load_check_episodes_per_pair": load_check_episodes_per_pair, "greedy_episodes_per_pair": greedy_episodes_per_pair,
         }.items():
             if value is not NotProvided:
                 setattr(self, name, value)
@@ -221,12 +228,14 @@ class SynPoPPOConfig(PPOConfig):
     def validate(self) -> None:
         super().validate()
         error = bad_setting(vars(self), {
-            NON_NEGATIVE_NUMBER: (*AUX_LOSSES.values(), "weight_decay"),
+            NON_NEGATIVE_NUMBER: (*AUX_LOSSES.values(), "weight_decay", "imitation_kl_coeff"),
             POSITIVE_NUMBER: ("value_lr",),
             POSITIVE_INT: ("load_check_episodes_per_pair", "greedy_episodes_per_pair"),
         }, quote="`")
         if error:
             self._value_error(error)
+        if self.imitation_kl_coeff > 0 and self.imitation_checkpoint is None:
+            self._value_error(f"`imitation_kl_coeff` {self.imitation_kl_coeff} needs an `imitation_checkpoint` (the policy to stay near)")
         if self.optimizer_type not in OPTIMIZERS:
             self._value_error(f"`optimizer_type` must be one of {OPTIMIZERS}, got {self.optimizer_type!r}")
         unknown = sorted(set(self.env_config) - ENV_CONFIG_KEYS)
@@ -240,6 +249,9 @@ class SynPoPPOConfig(PPOConfig):
             split, gridworld = self.resolved_split()
         except ValueError as err:
             self._value_error(str(err))
+        if self.imitation_checkpoint is not None:
+            # Absolute, so that learners elsewhere (remote learner actors) find the same folder.
+            self.imitation_checkpoint = str(read_imitation_meta(self.imitation_checkpoint)[0])
         # The env runners' pair env runs the module's actions on the seen pairs, real rewards.
         self.env_config = {**self.env_config, "pairs": [list(p) for p in split.seen], "behaviour": "policy", "gridworld": gridworld}
         for key in ("expert_epsilon", "relabel"):
@@ -278,8 +290,21 @@ def masked_rows(batch: dict[str, Any], fwd_out: dict[str, Any]) -> tuple[dict[st
 
 class SynPoPPOTorchLearner(PPOTorchLearner):
     """PPO's loss ``+ l1 * MSE(r_hat) + l2 * CE_env + l3 * CE_task`` on the taken actions'
-    state-action features; every auxiliary term is logged under its own name. The optimizer
-    is RMSProp (the paper) or Adam, with weight decay."""
+    state-action features ``+ imitation_kl_coeff * KL(pi_imitation || pi)``; every auxiliary
+    term is logged under its own name. The optimizer is RMSProp (the paper) or Adam, with
+    weight decay."""
+
+    def build(self) -> None:
+        super().build()
+        # The frozen imitation policy of the KL penalty: not a module of the learner, so neither
+        # trained, nor checkpointed, nor sent to the env runners (a resumed run reloads it).
+        self.imitation_reference = None
+        if self.config.imitation_kl_coeff > 0:
+            from ray.rllib.core.rl_module.rl_module import RLModule
+
+            path, _ = read_imitation_meta(self.config.imitation_checkpoint)
+            reference = RLModule.from_checkpoint(path / MODULE_COMPONENT).to(self._device)
+            self.imitation_reference = reference.eval().requires_grad_(False)
 
     def configure_optimizers_for_module(self, module_id, config=None) -> None:
         from rllib_synpo.learner import register_module_optimizer
@@ -305,7 +330,7 @@ class SynPoPPOTorchLearner(PPOTorchLearner):
 
     def compute_loss_for_module(self, *, module_id, config, batch, fwd_out) -> torch.Tensor:
         from rllib_synpo.learner import synpo_loss_terms
-        from rllib_synpo.losses import LossWeights
+        from rllib_synpo.losses import IMITATION_KL_LOSS, LossWeights, kl_to_reference
 
         total = super().compute_loss_for_module(module_id=module_id, config=config, batch=batch, fwd_out=fwd_out)
         aux_batch, aux_out = masked_rows(batch, fwd_out)
@@ -317,6 +342,14 @@ class SynPoPPOTorchLearner(PPOTorchLearner):
                 continue
             total = total + getattr(config, weight) * terms[name]
             self.metrics.log_value((module_id, name), terms[name].detach(), window=1)
+        if self.imitation_reference is not None:
+            with torch.no_grad():
+                reference_logits = self.imitation_reference.forward_inference({Columns.OBS: batch[Columns.OBS]})[Columns.ACTION_DIST_INPUTS]
+            mask = batch.get(Columns.LOSS_MASK)
+            reference_logits = reference_logits if mask is None else reference_logits[mask]
+            kl = kl_to_reference(reference_logits, aux_out[Columns.ACTION_DIST_INPUTS])
+            total = total + config.imitation_kl_coeff * kl
+            self.metrics.log_value((module_id, IMITATION_KL_LOSS), kl.detach(), window=1)
         return total
 
 

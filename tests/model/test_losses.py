@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from rllib_synpo.direct import DirectConfig, synpo_losses
-from rllib_synpo.losses import disentangle_loss, policy_loss, reward_loss, taken
+from rllib_synpo.losses import disentangle_loss, kl_to_reference, policy_loss, reward_loss, taken
 from rllib_synpo.networks import SynPoNetwork
 
 
@@ -30,6 +30,18 @@ def test_disentangle_loss_is_cross_entropy_over_ids():
     assert disentangle_loss(scores, torch.tensor([0, 2])).item() == pytest.approx(
         (-torch.log_softmax(scores[0], 0)[0] + math.log(3)).item() / 2
     )
+
+
+def test_kl_to_the_reference_is_zero_at_the_reference_and_weighs_its_preferred_actions():
+    reference = torch.tensor([[math.log(3.0), 0.0], [0.0, 0.0]])  # probabilities (3/4, 1/4), (1/2, 1/2)
+    assert kl_to_reference(reference, reference.clone()).item() == pytest.approx(0.0, abs=1e-7)
+    uniform = torch.zeros(2, 2)
+    expected_first_row = 0.75 * math.log(0.75 / 0.5) + 0.25 * math.log(0.25 / 0.5)
+    assert kl_to_reference(reference, uniform).item() == pytest.approx(expected_first_row / 2)
+    assert kl_to_reference(uniform, reference).item() != pytest.approx(expected_first_row / 2)  # KL(reference || pi)
+    logits = uniform.clone().requires_grad_(True)
+    kl_to_reference(reference, logits).backward()
+    assert logits.grad[0, 0] < 0 < logits.grad[0, 1]  # gradient descent raises the preferred action
 
 
 def _batch(n=8):

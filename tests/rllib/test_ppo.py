@@ -135,6 +135,7 @@ def test_a_corrupted_checkpoint_fails_loudly(imitation_checkpoint, tmp_path):
         ({"optimizer_type": "sgd"}, "`optimizer_type` must be one of"),
         ({"weight_decay": -0.1}, "weight_decay"),
         ({"value_lr": 0}, "`value_lr` must be a number > 0, got 0"),
+        ({"imitation_kl_coeff": -1.0}, "`imitation_kl_coeff` must be a number >= 0"),
         ({"load_check_episodes_per_pair": 0}, "load_check_episodes_per_pair"),
         ({"imitation_checkpoint": "/nonexistent/run"}, "/nonexistent/run is not a SynPo checkpoint"),
     ],
@@ -142,6 +143,47 @@ def test_a_corrupted_checkpoint_fails_loudly(imitation_checkpoint, tmp_path):
 def test_validate_names_bad_knobs(imitation_checkpoint, training, message):
     with pytest.raises(ValueError, match=message):
         tiny_ppo_config(imitation_checkpoint, **training).validate()
+
+
+def test_the_kl_penalty_needs_the_imitation_checkpoint():
+    from rllib_synpo.ppo import SynPoPPOConfig
+
+    with pytest.raises(ValueError, match="`imitation_kl_coeff` 0.5 needs an `imitation_checkpoint`"):
+        SynPoPPOConfig().training(imitation_kl_coeff=0.5).validate()
+
+
+def test_the_kl_penalty_reads_a_frozen_imitation_policy(imitation_checkpoint):
+    """The reference starts equal to the trained module (KL 0), is logged as its own term,
+    and stays the checkpoint's policy while PPO moves the module away from it."""
+    from ray.rllib.core.columns import Columns
+    from ray.rllib.core.learner.learner import DEFAULT_OPTIMIZER
+
+    from rllib_synpo.losses import kl_to_reference
+    from rllib_synpo.pair_env import SynPoPairsEnv
+    from rllib_synpo.ppo import VALUE_OPTIMIZER
+
+    algo = tiny_ppo_config(imitation_checkpoint, imitation_kl_coeff=1.0).build_algo()
+    try:
+        learner = algo.learner_group._learner
+        module, reference = learner.module["synpo"].unwrapped(), learner.imitation_reference
+        optimized = {id(p) for name in (DEFAULT_OPTIMIZER, VALUE_OPTIMIZER) for group in learner.get_optimizer("synpo", name).param_groups for p in group["params"]}
+        assert not optimized & {id(p) for p in reference.parameters()}
+        env = SynPoPairsEnv({"num_slots": 4, "pairs": [[0, 0], [3, 5]], "gridworld": {"max_steps": 60}})
+        observations, _ = env.reset(seed=0)
+        obs = {key: torch.as_tensor(np.stack([o[key] for o in observations.values()])) for key in next(iter(observations.values()))}
+
+        def kl() -> float:
+            logits = [m.forward_inference({Columns.OBS: obs})[Columns.ACTION_DIST_INPUTS] for m in (reference, module)]
+            return kl_to_reference(*logits).item()
+
+        reference_before = _weights(reference)
+        assert kl() == pytest.approx(0.0, abs=1e-6)
+        result = algo.train()
+        assert result["learners"]["synpo"]["imitation_kl_loss"] >= 0
+        assert kl() > 0
+        assert all(torch.equal(v, _weights(reference)[k]) for k, v in reference_before.items())
+    finally:
+        algo.stop()
 
 
 def test_validate_rejects_another_gridworld_or_the_expert(imitation_checkpoint):
