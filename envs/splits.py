@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from synpo_envs.checks import is_int
 from synpo_envs.gridworld.constants import NUM_TASKS
 from synpo_envs.gridworld.mazes import NUM_BUILTIN_MAZES
 
@@ -46,7 +47,7 @@ class Split:
 
     def __post_init__(self) -> None:
         for label, n in (("num_envs", self.num_envs), ("num_tasks", self.num_tasks)):
-            if not isinstance(n, int) or n < 1:
+            if not is_int(n) or n < 1:
                 raise SplitError(f"{label} must be a positive integer, got {n!r}")
         object.__setattr__(self, "seen", self._check_pairs("seen", self.seen))
         object.__setattr__(self, "adapt", self._check_pairs("adapt", self.adapt))
@@ -60,7 +61,7 @@ class Split:
             if (
                 not isinstance(pair, (list, tuple))
                 or len(pair) != 2
-                or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in pair)
+                or not all(is_int(v) for v in pair)
             ):
                 raise SplitError(f"{label} pair {pair!r} is not (env_id, task_id)")
             env_id, task_id = int(pair[0]), int(pair[1])

@@ -6,13 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
+from synpo_envs.checks import is_int  # the one integer test of the project, shared with the envs
+
 # What a setting must be, as the error words it, and the test of a value.
 Rule = tuple[str, Callable[[object], bool]]
-
-
-def is_int(value: object) -> bool:
-    """An int that is not a bool: Python counts ``True`` as 1, never a size anyone meant."""
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def is_number(value: object) -> bool:

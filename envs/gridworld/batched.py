@@ -10,6 +10,7 @@ import numpy as np
 from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
+from synpo_envs.checks import is_int
 from synpo_envs.gridworld.constants import (
     DEFAULT_FRAME_STACK,
     DEFAULT_MAX_STEPS,
@@ -59,7 +60,7 @@ class BatchedGridWorld(VectorEnv):
         absent_treasures: float = 0.0,
         copy: bool = True,
     ) -> None:
-        if not isinstance(num_envs, (int, np.integer)) or isinstance(num_envs, bool) or num_envs < 1:
+        if not is_int(num_envs) or num_envs < 1:
             raise ValueError(f"num_envs must be an integer >= 1, got {num_envs!r}")
         self.num_envs = int(num_envs)
         self.grid_spec = GridSpec(

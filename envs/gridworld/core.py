@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from synpo_envs.checks import is_int
 from synpo_envs.gridworld.constants import (
     ACTION_DELTAS,
     AGENT_MARK,
@@ -205,8 +206,7 @@ class GridSpec:
 
 
 def _check_int(name: str, value, low: int, high: int | None) -> None:
-    ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-    if not ok or value < low or (high is not None and value > high):
+    if not is_int(value) or value < low or (high is not None and value > high):
         bound = f">= {low}" if high is None else f"in [{low}, {high}]"
         raise ValueError(f"{name} must be an integer {bound}, got {value!r}")
 

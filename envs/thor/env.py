@@ -8,6 +8,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from synpo_envs.checks import is_int
 from synpo_envs.thor.actions import NoTarget, held_object_type, plan_action
 from synpo_envs.thor.constants import (
     DEFAULT_FRAME_STACK,
@@ -129,7 +130,7 @@ class ThorKitchen(gym.Env):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode {render_mode!r}; expected one of {self.metadata['render_modes']}")
         for name, value in (("frame_stack", frame_stack), ("max_steps", max_steps)):
-            if not isinstance(value, int) or value < 1:
+            if not is_int(value) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         self.kitchens = self._check_kitchens(PAPER_KITCHENS if kitchens is None else kitchens)
         self.pairs = self._check_pairs(pairs)

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+from synpo_envs.checks import is_int
 from synpo_envs.thor.errors import FeaturizerWeightsError
 
 IMAGENET_INPUT_SIZE = 224
@@ -88,7 +89,7 @@ class RandomCNNFeaturizer(TorchFeaturizer):
 
     def __init__(self, feature_dim: int = 64, seed: int = 0) -> None:
         super().__init__()
-        if not isinstance(feature_dim, int) or feature_dim < 1:
+        if not is_int(feature_dim) or feature_dim < 1:
             raise ValueError(f"feature_dim must be a positive integer, got {feature_dim!r}")
         self.feature_dim = feature_dim
         self.seed = seed
@@ -220,7 +221,7 @@ class CachedFeaturizer:
     featurized together in one batch, and the ``cache_size`` most recent features are kept."""
 
     def __init__(self, featurizer: Featurizer, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
-        if not isinstance(cache_size, int) or cache_size < 0:
+        if not is_int(cache_size) or cache_size < 0:
             raise ValueError(f"cache_size must be a non-negative integer, got {cache_size!r}")
         self.featurizer = featurizer
         self.feature_dim = int(featurizer.feature_dim)

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from synpo_envs.checks import is_int
 from synpo_envs.thor.constants import (
     DEFAULT_FRAME_SIZE,
     DEFAULT_GRID_SIZE,
@@ -46,7 +47,7 @@ class ThorLaunchOptions:
             raise ValueError(f"platform {self.platform!r}; expected one of {PLATFORMS}")
         for name in ("width", "height"):
             value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
+            if not is_int(value) or value < 1:
                 raise ValueError(f"{name} must be a positive integer (pixels), got {value!r}")
         for name in ("grid_size", "visibility_distance", "server_timeout", "server_start_timeout"):
             value = getattr(self, name)

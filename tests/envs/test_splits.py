@@ -74,6 +74,8 @@ def test_impossible_requests_are_explained(kwargs, message):
         ({"num_envs": 2, "num_tasks": 2, "seen": [[0, 1]], "colour": 1}, "colour"),
         ({"num_envs": 2, "seen": [[0, 1]]}, "num_tasks"),
         ({"num_envs": 2, "num_tasks": 2, "seen": [["a", 1]]}, "not \\(env_id, task_id\\)"),
+        ({"num_envs": 2, "num_tasks": 2, "seen": [[True, 1]]}, "not \\(env_id, task_id\\)"),
+        ({"num_envs": True, "num_tasks": 2, "seen": [[0, 1]]}, "num_envs must be a positive integer, got True"),
     ],
 )
 def test_malformed_split_files_are_named(tmp_path, data, message):

@@ -59,6 +59,8 @@ def test_make_featurizer_checks_its_input():
     assert make_featurizer("random_cnn", {"feature_dim": 3}).feature_dim == 3
     with pytest.raises(ValueError, match="featurizer 'vgg'; expected one of"):
         make_featurizer("vgg")
+    with pytest.raises(ValueError, match="feature_dim must be a positive integer, got True"):
+        make_featurizer("random_cnn", {"feature_dim": True})
     with pytest.raises(TypeError, match="has no feature_dim"):
         make_featurizer(object())
     with pytest.raises(ValueError, match=r"frames must be uint8 of shape \(N, H, W, 3\)"):
