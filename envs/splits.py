@@ -49,6 +49,7 @@ class Split:
         for label, n in (("num_envs", self.num_envs), ("num_tasks", self.num_tasks)):
             if not is_int(n) or n < 1:
                 raise SplitError(f"{label} must be a positive integer, got {n!r}")
+            object.__setattr__(self, label, int(n))  # JSON-safe
         object.__setattr__(self, "seen", self._check_pairs("seen", self.seen))
         object.__setattr__(self, "adapt", self._check_pairs("adapt", self.adapt))
         object.__setattr__(self, "_seen_set", frozenset(self.seen))

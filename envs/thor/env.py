@@ -136,8 +136,8 @@ class ThorKitchen(gym.Env):
         self.pairs = self._check_pairs(pairs)
         self.launch_options = ThorLaunchOptions.from_kwargs(launch_options)
         self.featurizer = make_featurizer(featurizer, featurizer_options, feature_cache_size)
-        self.frame_stack = frame_stack
-        self.max_steps = max_steps
+        self.frame_stack = int(frame_stack)
+        self.max_steps = int(max_steps)
         self.rewards = ThorRewards.from_overrides(reward)
         self.render_mode = render_mode
         self.observation_space = gym.spaces.Dict(

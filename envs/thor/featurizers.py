@@ -91,7 +91,7 @@ class RandomCNNFeaturizer(TorchFeaturizer):
         super().__init__()
         if not is_int(feature_dim) or feature_dim < 1:
             raise ValueError(f"feature_dim must be a positive integer, got {feature_dim!r}")
-        self.feature_dim = feature_dim
+        self.feature_dim = int(feature_dim)
         self.seed = seed
 
     def _build(self):

@@ -49,6 +49,7 @@ class ThorLaunchOptions:
             value = getattr(self, name)
             if not is_int(value) or value < 1:
                 raise ValueError(f"{name} must be a positive integer (pixels), got {value!r}")
+            object.__setattr__(self, name, int(value))  # a numpy integer would not serialize for the player
         for name in ("grid_size", "visibility_distance", "server_timeout", "server_start_timeout"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not value > 0:

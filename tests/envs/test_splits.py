@@ -94,3 +94,9 @@ def test_seen_mask_matches_is_seen():
     mask = split.seen_mask()
     assert all(mask[p] == split.is_seen(p) for p in split.all_pairs)
     assert np.array_equal(~mask, np.isin(np.arange(400).reshape(20, 20), [e * 20 + t for e, t in split.unseen]))
+
+
+def test_numpy_sizes_are_accepted_and_saved_as_plain_ints():
+    split = Split(num_envs=np.int64(2), num_tasks=np.int32(2), seen=((np.int64(0), 1),))
+    assert type(split.num_envs) is int and type(split.num_tasks) is int
+    assert json.loads(json.dumps(split.to_dict()))["num_envs"] == 2
