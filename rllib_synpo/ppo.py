@@ -82,6 +82,24 @@ def read_imitation_meta(checkpoint: str | Path) -> tuple[Path, dict]:
     return path, json.loads((path / META_FILE).read_text())
 
 
+def load_error(module_dir: Path, err: Exception) -> ImitationCheckpointError:
+    detail = " ".join(str(err).split())  # one line
+    return ImitationCheckpointError(f"could not load the imitation module {module_dir}: {type(err).__name__}: {detail[:600]}")
+
+
+def load_imitation_module(checkpoint: str | Path):
+    """(the module folder of an imitation checkpoint, its module loaded on its own); a module
+    that does not load is an `ImitationCheckpointError` naming the folder."""
+    from ray.rllib.core.rl_module.rl_module import RLModule
+
+    path, _ = read_imitation_meta(checkpoint)
+    module_dir = path / MODULE_COMPONENT
+    try:
+        return module_dir, RLModule.from_checkpoint(module_dir)
+    except Exception as err:  # unreadable or truncated state files, ...
+        raise load_error(module_dir, err) from err
+
+
 class SynPoPPOEnvRunner(MultiAgentEnvRunner):
     """RLlib's multi-agent env runner, with 0 sampled steps for a pair slot that did not step in
     a sample. A slot whose gridworld episode ended waits for the other slots; RLlib leaves its
@@ -266,25 +284,27 @@ def gridworld_settings(kwargs: dict) -> dict:
     return {**defaults, **kwargs}
 
 
+def loss_rows(batch: dict[str, Any], x: torch.Tensor) -> torch.Tensor:
+    """The rows of ``x`` (one per row of a PPO train batch) that are real timesteps: RLlib adds
+    one masked step per episode."""
+    mask = batch.get(Columns.LOSS_MASK)
+    return x if mask is None else x[mask]
+
+
 def masked_rows(batch: dict[str, Any], fwd_out: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The real timesteps of a PPO train batch (RLlib adds one masked step per episode) in the
-    columns `synpo_loss_terms` reads; the action taken stands in for the expert's."""
+    """The real timesteps of a PPO train batch (`loss_rows`) in the columns
+    `synpo_loss_terms` reads; the action taken stands in for the expert's."""
     from rllib_synpo.learner import EXECUTED_ACTION, EXPERT_ACTION
 
-    mask = batch.get(Columns.LOSS_MASK)
-
-    def rows(x: torch.Tensor) -> torch.Tensor:
-        return x if mask is None else x[mask]
-
     actions_all = batch[Columns.ACTIONS]
-    actions = rows(actions_all).long()
+    actions = loss_rows(batch, actions_all).long()
     aux_batch = {
-        Columns.OBS: {key: rows(value) for key, value in batch[Columns.OBS].items()},
+        Columns.OBS: {key: loss_rows(batch, value) for key, value in batch[Columns.OBS].items()},
         EXPERT_ACTION: actions,
         EXECUTED_ACTION: actions,
-        Columns.REWARDS: rows(batch[Columns.REWARDS]),
+        Columns.REWARDS: loss_rows(batch, batch[Columns.REWARDS]),
     }
-    aux_out = {key: rows(value) for key, value in fwd_out.items() if torch.is_tensor(value) and value.shape[:1] == actions_all.shape[:1]}
+    aux_out = {key: loss_rows(batch, value) for key, value in fwd_out.items() if torch.is_tensor(value) and value.shape[:1] == actions_all.shape[:1]}
     return aux_batch, aux_out
 
 
@@ -300,11 +320,8 @@ class SynPoPPOTorchLearner(PPOTorchLearner):
         # trained, nor checkpointed, nor sent to the env runners (a resumed run reloads it).
         self.imitation_reference = None
         if self.config.imitation_kl_coeff > 0:
-            from ray.rllib.core.rl_module.rl_module import RLModule
-
-            path, _ = read_imitation_meta(self.config.imitation_checkpoint)
-            reference = RLModule.from_checkpoint(path / MODULE_COMPONENT).to(self._device)
-            self.imitation_reference = reference.eval().requires_grad_(False)
+            _, reference = load_imitation_module(self.config.imitation_checkpoint)
+            self.imitation_reference = reference.to(self._device).eval().requires_grad_(False)
 
     def configure_optimizers_for_module(self, module_id, config=None) -> None:
         from rllib_synpo.learner import register_module_optimizer
@@ -345,9 +362,7 @@ class SynPoPPOTorchLearner(PPOTorchLearner):
         if self.imitation_reference is not None:
             with torch.no_grad():
                 reference_logits = self.imitation_reference.forward_inference({Columns.OBS: batch[Columns.OBS]})[Columns.ACTION_DIST_INPUTS]
-            mask = batch.get(Columns.LOSS_MASK)
-            reference_logits = reference_logits if mask is None else reference_logits[mask]
-            kl = kl_to_reference(reference_logits, aux_out[Columns.ACTION_DIST_INPUTS])
+            kl = kl_to_reference(loss_rows(batch, reference_logits), aux_out[Columns.ACTION_DIST_INPUTS])
             total = total + config.imitation_kl_coeff * kl
             self.metrics.log_value((module_id, IMITATION_KL_LOSS), kl.detach(), window=1)
         return total
@@ -368,16 +383,11 @@ class SynPoPPO(PPO):
     def load_imitation_checkpoint(self, checkpoint: str | Path) -> dict:
         """Loads the imitation module into the learner and the env runners, then asserts that
         it took (see the module docstring); returns the check's numbers."""
-        from ray.rllib.core.rl_module.rl_module import RLModule
-
-        path, _ = read_imitation_meta(checkpoint)
-        module_dir = path / MODULE_COMPONENT
+        module_dir, reference = load_imitation_module(checkpoint)
         try:
             self.restore_from_path(module_dir, component=MODULE_COMPONENT)
-            reference = RLModule.from_checkpoint(module_dir)
-        except Exception as err:  # size mismatch, unreadable or truncated state files, ...
-            detail = " ".join(str(err).split())  # one line
-            raise ImitationCheckpointError(f"could not load the imitation module {module_dir}: {type(err).__name__}: {detail[:600]}") from err
+        except Exception as err:  # size mismatch with this run's module, ...
+            raise load_error(module_dir, err) from err
         return check_loaded_policy(self, reference, where=str(module_dir))
 
     def evaluate(self, parallel_train_future=None) -> dict:

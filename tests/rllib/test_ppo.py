@@ -126,6 +126,8 @@ def test_a_corrupted_checkpoint_fails_loudly(imitation_checkpoint, tmp_path):
     (broken / MODULE_FILES / "module_state.pkl").write_bytes(b"not a pickle")
     with pytest.raises(ImitationCheckpointError, match="could not load the imitation module"):
         tiny_ppo_config(broken).build_algo()
+    with pytest.raises(ImitationCheckpointError, match="could not load the imitation module"):  # the KL's reference too
+        tiny_ppo_config(broken, imitation_kl_coeff=1.0).build_algo()
 
 
 @pytest.mark.parametrize(
