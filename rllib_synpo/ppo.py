@@ -1,9 +1,10 @@
 """PPO fine-tuning of a SynPo imitation policy with the same module (the paper's section 4.1).
 
 `SynPoPPOConfig` / `SynPoPPO` ("SynPoPPO" with Ray Tune): the pair env executes the module's
-own (sampled) actions on the seen pairs and returns the real rewards; the learner adds SynPo's
-disentanglement losses (and optionally the reward loss) to PPO's loss as auxiliary terms, and
-optionally a KL penalty towards the imitation policy (``imitation_kl_coeff``).
+own (sampled) actions on the seen pairs (or the unseen ones, or all: ``finetune_pairs``) and
+returns the real rewards; the learner adds SynPo's disentanglement losses (and optionally the
+reward loss) to PPO's loss as auxiliary terms, and optionally a KL penalty towards the imitation
+policy (``imitation_kl_coeff``).
 
 With ``imitation_checkpoint`` set, `SynPoPPO.setup` loads the imitation module with
 ``restore_from_path(<ckpt>/learner_group/learner/rl_module/synpo,
@@ -56,6 +57,7 @@ MODULE_COMPONENT = f"{COMPONENT_LEARNER_GROUP}/{COMPONENT_LEARNER}/{COMPONENT_RL
 AUX_LOSSES = {"reward_loss": "l1", "env_disentangle_loss": "l2", "task_disentangle_loss": "l3"}
 RMSPROP_ALPHA, RMSPROP_EPS = 0.99, 1e-5
 VALUE_OPTIMIZER = "value"  # the value head's optimizer (the rest keeps RLlib's default name)
+FINETUNE_PAIRS = ("seen", "unseen", "all")  # which pairs of the split PPO interacts with
 
 
 class ImitationCheckpointError(ValueError):
@@ -127,6 +129,7 @@ class SynPoPPOConfig(PPOConfig):
         self.l2 = 0.1
         self.l3 = 0.001
         self.split: Any = None
+        self.finetune_pairs = "seen"
         self.imitation_checkpoint: str | None = None
         self.optimizer_type = "rmsprop"
         self.weight_decay = 1e-4
@@ -158,6 +161,7 @@ class SynPoPPOConfig(PPOConfig):
         l2: float | None = NotProvided,
         l3: float | None = NotProvided,
         split: Any = NotProvided,
+        finetune_pairs: str | None = NotProvided,
         imitation_checkpoint: str | None = NotProvided,
         optimizer_type: str | None = NotProvided,
         weight_decay: float | None = NotProvided,
@@ -176,9 +180,14 @@ class SynPoPPOConfig(PPOConfig):
             l3: Weight of the auxiliary task disentanglement loss (paper: 0.001).
                 PPO has no expert: both disentanglement losses read the state-action feature
                 of the action the policy took, ``sa[n, a_taken]``.
-            split: Which pairs PPO trains on (the seen ones): None (the imitation
+            split: The seen/unseen split (see ``finetune_pairs``): None (the imitation
                 checkpoint's split, else the 144/256 split, seed 0), a `Split`, a split JSON
                 path, a split dict or ``{"random": {...}}``.
+            finetune_pairs: Which of the split's pairs PPO interacts with: "seen" (the
+                default: the unseen pairs stay zero-shot, as in the imitation study), "unseen"
+                (the paper's "if there is interaction data, the policies can be further
+                fine-tuned" for the unseen pairs) or "all". Evaluation and checkpoints keep the
+                split's seen/unseen labels either way.
             imitation_checkpoint: A SynPo checkpoint (or an experiment folder: its newest
                 checkpoint) to start from; None starts from a random module. Its network
                 (model_config), split and gridworld settings are used; a model_config or
@@ -199,7 +208,7 @@ class SynPoPPOConfig(PPOConfig):
         """
         super().training(**kwargs)
         for name, value in {
-            "l1": l1, "l2": l2, "l3": l3, "split": split, "imitation_checkpoint": imitation_checkpoint,
+            "l1": l1, "l2": l2, "l3": l3, "split": split, "finetune_pairs": finetune_pairs, "imitation_checkpoint": imitation_checkpoint,
             "optimizer_type": optimizer_type, "weight_decay": weight_decay, "value_lr": value_lr,
             "imitation_kl_coeff": imitation_kl_coeff, "load_check_episodes_per_pair": load_check_episodes_per_pair, "greedy_episodes_per_pair": greedy_episodes_per_pair,
         }.items():
@@ -256,6 +265,8 @@ class SynPoPPOConfig(PPOConfig):
             self._value_error(f"`imitation_kl_coeff` {self.imitation_kl_coeff} needs an `imitation_checkpoint` (the policy to stay near)")
         if self.optimizer_type not in OPTIMIZERS:
             self._value_error(f"`optimizer_type` must be one of {OPTIMIZERS}, got {self.optimizer_type!r}")
+        if self.finetune_pairs not in FINETUNE_PAIRS:
+            self._value_error(f"`finetune_pairs` must be one of {FINETUNE_PAIRS}, got {self.finetune_pairs!r}")
         unknown = sorted(set(self.env_config) - ENV_CONFIG_KEYS)
         if self.env == PAIRS_ENV_NAME and unknown:
             self._value_error(f"unknown env_config key(s) {unknown} for {PAIRS_ENV_NAME}; expected some of {sorted(ENV_CONFIG_KEYS)}")
@@ -270,8 +281,9 @@ class SynPoPPOConfig(PPOConfig):
         if self.imitation_checkpoint is not None:
             # Absolute, so that learners elsewhere (remote learner actors) find the same folder.
             self.imitation_checkpoint = str(read_imitation_meta(self.imitation_checkpoint)[0])
-        # The env runners' pair env runs the module's actions on the seen pairs, real rewards.
-        self.env_config = {**self.env_config, "pairs": [list(p) for p in split.seen], "behaviour": "policy", "gridworld": gridworld}
+        # The env runners' pair env runs the module's actions on those pairs, real rewards.
+        pairs = {"seen": split.seen, "unseen": split.unseen, "all": split.all_pairs}[self.finetune_pairs]
+        self.env_config = {**self.env_config, "pairs": [list(p) for p in pairs], "behaviour": "policy", "gridworld": gridworld}
         for key in ("expert_epsilon", "relabel"):
             self.env_config.pop(key, None)
 

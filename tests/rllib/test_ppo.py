@@ -139,12 +139,25 @@ def test_a_corrupted_checkpoint_fails_loudly(imitation_checkpoint, tmp_path):
         ({"value_lr": 0}, "`value_lr` must be a number > 0, got 0"),
         ({"imitation_kl_coeff": -1.0}, "`imitation_kl_coeff` must be a number >= 0"),
         ({"load_check_episodes_per_pair": 0}, "load_check_episodes_per_pair"),
+        ({"finetune_pairs": "train"}, "`finetune_pairs` must be one of .*got 'train'"),
         ({"imitation_checkpoint": "/nonexistent/run"}, "/nonexistent/run is not a SynPo checkpoint"),
     ],
 )
 def test_validate_names_bad_knobs(imitation_checkpoint, training, message):
     with pytest.raises(ValueError, match=message):
         tiny_ppo_config(imitation_checkpoint, **training).validate()
+
+
+@pytest.mark.parametrize("which, count", [("seen", 144), ("unseen", 256), ("all", 400)])
+def test_finetune_pairs_picks_the_pairs_ppo_interacts_with(imitation_checkpoint, which, count):
+    from rllib_synpo.ppo import SynPoPPOConfig
+
+    config = tiny_ppo_config(imitation_checkpoint, finetune_pairs=which)
+    config.validate()
+    split, _ = config.resolved_split()
+    expected = {"seen": split.seen, "unseen": split.unseen, "all": split.all_pairs}[which]
+    assert len(expected) == count and config.env_config["pairs"] == [list(p) for p in expected]
+    assert SynPoPPOConfig().finetune_pairs == "seen"
 
 
 def test_the_kl_penalty_needs_the_imitation_checkpoint():
