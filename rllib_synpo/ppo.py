@@ -283,6 +283,8 @@ class SynPoPPOConfig(PPOConfig):
             self.imitation_checkpoint = str(read_imitation_meta(self.imitation_checkpoint)[0])
         # The env runners' pair env runs the module's actions on those pairs, real rewards.
         pairs = {"seen": split.seen, "unseen": split.unseen, "all": split.all_pairs}[self.finetune_pairs]
+        if not pairs:
+            self._value_error(f"`finetune_pairs` {self.finetune_pairs!r}: the split {split.name!r} has no {self.finetune_pairs} pairs")
         self.env_config = {**self.env_config, "pairs": [list(p) for p in pairs], "behaviour": "policy", "gridworld": gridworld}
         for key in ("expert_epsilon", "relabel"):
             self.env_config.pop(key, None)

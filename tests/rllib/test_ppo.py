@@ -160,6 +160,15 @@ def test_finetune_pairs_picks_the_pairs_ppo_interacts_with(imitation_checkpoint,
     assert SynPoPPOConfig().finetune_pairs == "seen"
 
 
+def test_finetune_pairs_needs_pairs_of_that_kind(imitation_checkpoint):
+    from synpo_envs.splits import Split
+
+    split, _ = tiny_ppo_config(imitation_checkpoint).resolved_split()
+    every_pair = Split(num_envs=20, num_tasks=20, seen=split.all_pairs, name="everything")
+    with pytest.raises(ValueError, match="`finetune_pairs` 'unseen': the split 'everything' has no unseen pairs"):
+        tiny_ppo_config(imitation_checkpoint, finetune_pairs="unseen", split=every_pair).validate()
+
+
 def test_the_kl_penalty_needs_the_imitation_checkpoint():
     from rllib_synpo.ppo import SynPoPPOConfig
 
