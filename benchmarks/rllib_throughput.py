@@ -75,15 +75,15 @@ def measure_rllib(config, seconds: float) -> dict[str, float]:
     return {"trained": trained / elapsed, "collected": collected / elapsed, "collect_share": collecting / elapsed}
 
 
-def measure_direct(seconds: float) -> float:
+def measure_direct(seconds: float, precision: str = "float32") -> float:
     """Trained states per second of the tuned example's Ray-free twin (one state collected per
-    state trained)."""
+    state trained) at the example's ``precision``."""
     from synpo_envs.splits import random_split
 
     from rllib_synpo.budgeted import best_recipe
     from rllib_synpo.direct import DirectImitation
 
-    trainer = DirectImitation(best_recipe(), list(random_split(seed=0).seen), seed=0)
+    trainer = DirectImitation(best_recipe(precision=precision), list(random_split(seed=0).seen), seed=0)
     trainer.step()  # fills the warm-up replay
     start, trained = time.perf_counter(), trainer.states_trained
     while time.perf_counter() - start < seconds:
@@ -101,12 +101,12 @@ def main(argv: list[str] | None = None) -> int:
     started = not ray.is_initialized()
     if started:
         ray.init(address="local", num_cpus=max(args.threads), include_dashboard=False, log_to_driver=False)
-    print(f"{Path(args.experiment).name}: {args.seconds:.0f} s per measurement, after the replay's warm-up")
+    print(f"{Path(args.experiment).name}: {args.seconds:.0f} s per measurement, after the replay's warm-up, precision {config.precision}")
     print("threads  rllib trained/s  collected/s  collecting  ray-free trained/s  rllib/ray-free")
     for threads in args.threads:
         torch.set_num_threads(threads)
         rllib = measure_rllib(config, args.seconds)
-        direct = measure_direct(args.seconds)
+        direct = measure_direct(args.seconds, config.precision)
         print(
             f"{threads:7d}  {rllib['trained']:15,.0f}  {rllib['collected']:11,.0f}  {rllib['collect_share']:10.0%}"
             f"  {direct:18,.0f}  {rllib['trained'] / direct:14.2f}",

@@ -34,6 +34,7 @@ from rllib_synpo.losses import (
     imitation_losses,
 )
 from rllib_synpo.networks import make_network
+from rllib_synpo.precision import check_precision, resolve_precision, training_autocast
 
 Pair = tuple[int, int]
 
@@ -71,6 +72,7 @@ class DirectConfig:
     # pair's task is absent from the start with this probability (not in the paper).
     absent_treasures: float = 0.0
     device: str = "cpu"  # torch device of the network, its updates and its evaluation
+    precision: str = "float32"  # of the training forward pass: rllib_synpo.precision.PRECISIONS
 
     def __post_init__(self) -> None:
         """Refuse what would fail deep in a run, or run without meaning (a zero batch, an
@@ -83,6 +85,9 @@ class DirectConfig:
             NON_NEGATIVE_INT: ("warmup_states",),
             optional(NON_NEGATIVE_NUMBER): ("coefficient_weight_decay",),
         })
+        error = check_precision(self.precision)
+        if error:
+            raise ValueError(error)
 
     def model_config(self) -> dict:
         """The RLModule ``model_config`` that builds this config's network."""
@@ -256,6 +261,7 @@ class DirectImitation:
     def __init__(self, config: DirectConfig, seen_pairs: list[Pair], seed: int = 0) -> None:
         self.config = config
         self.device = available_device(config.device)
+        self.precision = resolve_precision(config.precision, self.device)
         torch.manual_seed(seed)
         self.rng = np.random.default_rng(seed)
         self.env = BatchedGridWorld(
@@ -311,7 +317,8 @@ class DirectImitation:
         if self.config.relabel_seen_tasks:
             labels, possible = self.env.grid_spec.task_expert_actions(sample["env_id"], sample["agent"], sample["treasures"])
             sample["task_labels"] = np.where(possible & self.seen_mask[sample["env_id"]], labels, -1).astype(np.int64)
-        terms = synpo_losses(self.net, self._tensors(sample), self.config)
+        with training_autocast(self.precision, self.device):
+            terms = synpo_losses(self.net, self._tensors(sample), self.config)
         self.optimizer.zero_grad()
         terms["total_loss"].backward()
         self.optimizer.step()

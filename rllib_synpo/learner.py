@@ -10,6 +10,7 @@ from ray.rllib.core.learner.learner import DEFAULT_OPTIMIZER
 from ray.rllib.core.learner.torch.torch_learner import TorchLearner
 
 from rllib_synpo.losses import SF_TD_WEIGHT, TOTAL_LOSS, LossWeights, imitation_losses
+from rllib_synpo.precision import resolve_precision, training_autocast
 from rllib_synpo.rl_module import outputs_from_fwd_out
 
 # Batch columns besides the observation.
@@ -60,7 +61,19 @@ def register_module_optimizer(
 class SynPoTorchLearner(TorchLearner):
     """``CE(pi, a_expert) + l1 * MSE(r_hat, r) + l2 * CE_env + l3 * CE_task`` (for baseline
     networks: their own terms, `rllib_synpo.losses.imitation_losses`), each term logged.
-    The optimizer is Adam with the config's ``weight_decay``."""
+    The optimizer is Adam with the config's ``weight_decay``; the forward pass runs at the
+    config's ``precision``."""
+
+    def build(self) -> None:
+        super().build()
+        self.precision = resolve_precision(self.config.precision, self._device or "cpu")
+
+    def _uncompiled_update(self, batch, **kwargs):
+        # The autocast also spans TorchLearner's backward and optimizer step (one method): the
+        # backward runs each op in the dtype its forward used either way, and Adam's elementwise
+        # ops are not autocast ops, so this equals autocasting the forward pass alone (tested).
+        with training_autocast(self.precision, self._device or "cpu"):
+            return super()._uncompiled_update(batch, **kwargs)
 
     def configure_optimizers_for_module(self, module_id, config=None) -> None:
         register_module_optimizer(self, module_id, config)

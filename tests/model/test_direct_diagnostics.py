@@ -121,6 +121,7 @@ def test_the_tuned_example_is_the_best_recipe_through_rllib():
         ("collect_every", 0, "an integer >= 1"),
         ("warmup_states", -1, "an integer >= 0"),
         ("coefficient_weight_decay", -1e-3, "None or a number >= 0"),
+        ("precision", "float16", r"one of \['float32', 'bfloat16', 'auto'\]"),
     ],
 )
 def test_config_names_a_bad_value(field, value, expected):

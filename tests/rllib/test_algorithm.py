@@ -90,6 +90,21 @@ def test_weight_decay_reaches_the_learners_adam(ray_session):
         algo.stop()
 
 
+@pytest.mark.parametrize("precision, dtype", [("float32", torch.float32), ("bfloat16", torch.bfloat16)])
+def test_the_learners_forward_pass_runs_at_the_configured_precision(ray_session, precision, dtype):
+    algo = tiny_config(precision=precision).build_algo()
+    try:
+        seen = []
+        net = algo.learner_group._learner.module["synpo"].unwrapped().net
+        net.encoder.register_forward_hook(lambda module, inputs, output: seen.append(output.dtype))
+        result = algo.train()
+        assert seen and set(seen) == {dtype}
+        assert np.isfinite(result["learners"]["synpo"]["total_loss"])
+        assert all(p.dtype == torch.float32 for p in net.parameters())
+    finally:
+        algo.stop()
+
+
 def test_periodic_evaluation_reports_seen_and_unseen(ray_session):
     config = tiny_config(greedy_episodes_per_pair=1).evaluation(evaluation_interval=1)
     config.environment(env_config={"num_slots": 4, "gridworld": {"max_steps": 20}})
@@ -189,6 +204,7 @@ print(out["action_dist_inputs"].tolist())
         ({"weight_decay": -1e-4}, "`weight_decay`"),
         ({"split": {"random": {"num_seen": 5}}}, "too few"),
         ({"encoder": "resnet9000"}, "resnet9000"),
+        ({"precision": "half"}, r"precision must be one of \['float32', 'bfloat16', 'auto'\], got 'half'"),
     ],
 )
 def test_validate_names_bad_knobs(training, message):
