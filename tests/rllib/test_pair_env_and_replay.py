@@ -137,6 +137,26 @@ def test_replay_is_a_seeded_fifo_and_small():
     assert full_replay_gb < 1.5, full_replay_gb
 
 
+def test_state_samples_follow_the_fifo_and_a_restored_replay():
+    """Only the kept trajectories are drawn, after the FIFO overwrote older ones of other
+    lengths, and a replay restored from its state draws the same states."""
+    trajectories = [_trajectory(seed)[0] for seed in range(7)]
+    replay = TrajectoryReplay(capacity=3, frame_stack=4, seed=0)
+    replay.add(trajectories)
+    kept = replay._items
+    assert replay.num_steps == sum(len(t) for t in kept) and len({len(t) for t in trajectories}) > 1
+    stored = {obs.tobytes() for t in kept for obs in t.stacked_obs(4)}
+    restored = TrajectoryReplay(capacity=3, frame_stack=4)
+    restored.set_state(replay.get_state())
+    batch = replay.sample_states(256)
+    assert {obs.tobytes() for obs in batch["obs"]} <= stored
+    assert restored.num_steps == replay.num_steps
+    assert np.array_equal(restored.sample_states(256)["obs"], batch["obs"])  # the state was saved before that draw
+    too_small = TrajectoryReplay(capacity=2, frame_stack=4)
+    with pytest.raises(ValueError, match="holds 3 trajectories, more than this replay's capacity 2"):
+        too_small.set_state(replay.get_state())
+
+
 def test_relabel_gives_expert_labels_for_every_configured_pair():
     env = SynPoPairsEnv({"pairs": PAIRS, "num_slots": 4, "seed": 1, "relabel": True})
     for episode in _play(env).values():
