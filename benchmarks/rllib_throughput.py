@@ -8,7 +8,8 @@ each torch thread count.
 
 In a Ray Tune trial the algorithm's process has ``num_cpus_for_main_process`` torch threads (Ray
 sets OMP_NUM_THREADS to the CPUs it assigns); here the thread count is set directly. Periodic
-evaluation is switched off; timing starts once the replay holds its warm-up trajectories.
+evaluation is switched off; timing starts once the replay holds its warm-up trajectories and is
+then filled to its capacity with copies of them (the sampling cost of a long run).
 """
 
 from __future__ import annotations
@@ -62,6 +63,11 @@ def measure_rllib(config, seconds: float) -> dict[str, float]:
     algo._collect = timed_collect
     while len(algo.replay) < config.warmup_trajectories:
         algo.train()
+    # A long run samples from a full replay; fill it with copies of the warm-up's trajectories
+    # so the timing includes what drawing from `replay_capacity` trajectories costs.
+    warmup = list(algo.replay._items)
+    while len(algo.replay) < config.replay_capacity:
+        algo.replay.add(warmup[: config.replay_capacity - len(algo.replay)])
     algo.train()  # the first update (optimizer state, lazy allocations) is not timed
     collecting, iterations, steps_before = 0.0, 0, algo.replay.steps_added
     start = time.perf_counter()
@@ -101,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     started = not ray.is_initialized()
     if started:
         ray.init(address="local", num_cpus=max(args.threads), include_dashboard=False, log_to_driver=False)
-    print(f"{Path(args.experiment).name}: {args.seconds:.0f} s per measurement, after the replay's warm-up, precision {config.precision}")
+    print(f"{Path(args.experiment).name}: {args.seconds:.0f} s per measurement, the replay full, precision {config.precision}")
     print("threads  rllib trained/s  collected/s  collecting  ray-free trained/s  rllib/ray-free")
     for threads in args.threads:
         torch.set_num_threads(threads)
