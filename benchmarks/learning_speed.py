@@ -40,12 +40,12 @@ from rllib_synpo.direct import DirectConfig, DirectImitation
 from rllib_synpo.export import export_checkpoint
 from rllib_synpo.networks import NETWORKS
 from rllib_synpo.networks.factory import COEFFICIENT_NETWORKS
-from rllib_synpo.precision import PRECISIONS
 from rllib_synpo.networks.synpo import (
     COEFFICIENT_DEFAULTS,
     COEFFICIENT_FUNCTIONS,
     changed_coefficient_options,
 )
+from rllib_synpo.precision import PRECISIONS
 
 SPLITS = ("paper", "transfer")
 
