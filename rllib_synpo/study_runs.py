@@ -79,12 +79,26 @@ def load_result(spec: RunSpec, folder: Path) -> dict | None:
     if not path.is_file():
         return None
     result = json.loads(path.read_text())
-    if result.get("settings") != spec.settings():
+    if with_new_defaults(result.get("settings"), spec.settings()) != spec.settings():
         raise StudyError(
             f"{path} holds a run made with other settings (e.g. minutes per run, episodes, batch); "
             "use another --out folder or delete that file"
         )
     return result
+
+
+def with_new_defaults(stored: dict | None, current: dict) -> dict | None:
+    """``stored`` settings with the `DirectConfig` fields added since they were written (absent
+    from them) filled in at their default, where the current settings keep that default: a run
+    made before a new option existed was made with its default, so it is still the same run."""
+    if not stored or "config" not in stored:
+        return stored
+    defaults = json.loads(json.dumps(asdict(DirectConfig())))
+    config = dict(stored["config"])
+    for name, value in current["config"].items():
+        if name not in config and name in defaults and value == defaults[name]:
+            config[name] = value
+    return {**stored, "config": config}
 
 
 def check_results(specs: Sequence[RunSpec], folder: Path) -> None:

@@ -139,3 +139,46 @@ def test_convergence_plots_table1s_curves(table1, capsys):
     curve = pd.read_csv(out.with_name("gw_convergence.csv"))
     assert list(curve["method"]) == ["SynPo"] and curve["seen_mean"].between(0, 100).all()
     assert out.with_name("gw_convergence.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_results_stored_before_a_new_option_existed_are_still_reused(table1):
+    """A `DirectConfig` field added later (here: precision) is absent from older results; at
+    its default the run is the same run, at another value it is not."""
+    from dataclasses import replace
+
+    from rllib_synpo.study_runs import RunSpec, StudyError, load_result
+
+    out, _ = table1
+    path = out / "synpo_seed0.json"
+    result = json.loads(path.read_text())
+    settings = result["settings"]
+    spec = RunSpec(
+        name="synpo_seed0", group="synpo", seed=settings["seed"], config=replace(_config(settings), precision="float32"),
+        split=_split(settings), budget=_budget(settings),
+    )
+    assert spec.settings() == settings
+    older = out.parent / "older"
+    older.mkdir(exist_ok=True)
+    del result["settings"]["config"]["precision"]
+    (older / path.name).write_text(json.dumps(result))
+    assert load_result(spec, older)["settings"] == result["settings"]
+    with pytest.raises(StudyError, match="other settings"):
+        load_result(replace(spec, config=replace(spec.config, precision="bfloat16")), older)
+
+
+def _config(settings):
+    from rllib_synpo.direct import DirectConfig
+
+    return DirectConfig(**settings["config"])
+
+
+def _split(settings):
+    from synpo_envs.splits import Split
+
+    return Split.from_dict(settings["split"])
+
+
+def _budget(settings):
+    from rllib_synpo.budgeted import Budget
+
+    return Budget(**settings["budget"])
