@@ -56,7 +56,7 @@ def test_table1_writes_runs_and_the_table_beside_the_papers(table1):
     synpo_row = next(line for line in markdown.splitlines() if line.startswith("| SynPo | 1 |"))
     assert synpo_row.count("±") == 2  # the paper's two cells; one seed of ours has no std
     facts = ("- command: `python -m rllib_synpo.reproduce table1", "- seeds: 0", "- hardware: ", "torch threads 1",
-             "- minutes per run: 0.01", "- total wall time: ")
+             "- minutes per run: 0.01", "- total wall time: ", "forward pass in float32")
     for fact in facts:
         assert fact in markdown, fact
 
@@ -87,6 +87,7 @@ def _exit_code(argv: list[str]) -> int:
         (["ratio", "--fractions", "0.5", "1.5"], "--fractions"),
         (["tables"], "invalid choice"),
         (["table1", "--device", "warp9"], "unknown torch device 'warp9'"),
+        (["table1", "--precision", "half"], "invalid choice: 'half'"),
     ],
 )
 def test_bad_input_is_one_error_line_and_exit_2(argv, message, capsys, tmp_path):
