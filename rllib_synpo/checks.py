@@ -23,6 +23,12 @@ POSITIVE_INT: Rule = ("an integer >= 1", lambda v: is_int(v) and v >= 1)
 NON_NEGATIVE_INT: Rule = ("an integer >= 0", lambda v: is_int(v) and v >= 0)
 
 
+def one_of(choices: Iterable[object]) -> Rule:
+    """A value among ``choices``."""
+    choices = list(choices)
+    return f"one of {choices}", lambda v: v in choices
+
+
 def optional(rule: Rule) -> Rule:
     """``rule``, or None (a setting whose None means "derive it")."""
     expected, ok = rule

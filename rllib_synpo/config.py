@@ -13,7 +13,7 @@ from synpo_envs.thor.constants import NUM_TASKS as NUM_THOR_TASKS
 from rllib_synpo.checks import NON_NEGATIVE_INT, NON_NEGATIVE_NUMBER, POSITIVE_INT, PROBABILITY, bad_setting, optional
 from rllib_synpo.networks import ENCODERS
 from rllib_synpo.pair_env import ENV_CONFIG_KEYS, PAIRS_ENV_NAME
-from rllib_synpo.precision import check_precision
+from rllib_synpo.precision import PRECISION
 from rllib_synpo.rl_module import (
     DEFAULT_MODEL_CONFIG,
     THOR_STATE_KEYS,
@@ -206,7 +206,8 @@ class SynPoConfig(AlgorithmConfig):
             optional(POSITIVE_INT): ("states_per_update",),
             NON_NEGATIVE_INT: ("warmup_trajectories",),
             PROBABILITY: ("expert_epsilon",),
-        }, quote="`") or check_precision(self.precision)
+            PRECISION: ("precision",),
+        }, quote="`")
         if error:
             self._value_error(error)
         try:

@@ -34,7 +34,7 @@ from rllib_synpo.losses import (
     imitation_losses,
 )
 from rllib_synpo.networks import make_network
-from rllib_synpo.precision import check_precision, resolve_precision, training_autocast
+from rllib_synpo.precision import PRECISION, resolve_precision, training_autocast
 
 Pair = tuple[int, int]
 
@@ -84,10 +84,8 @@ class DirectConfig:
             POSITIVE_INT: ("batch_size", "num_collectors", "collect_every", "replay_capacity"),
             NON_NEGATIVE_INT: ("warmup_states",),
             optional(NON_NEGATIVE_NUMBER): ("coefficient_weight_decay",),
+            PRECISION: ("precision",),
         })
-        error = check_precision(self.precision)
-        if error:
-            raise ValueError(error)
 
     def model_config(self) -> dict:
         """The RLModule ``model_config`` that builds this config's network."""

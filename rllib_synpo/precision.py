@@ -14,14 +14,10 @@ import contextlib
 
 import torch
 
+from rllib_synpo.checks import Rule, one_of
+
 PRECISIONS = ("float32", "bfloat16", "auto")
-
-
-def check_precision(precision: object) -> str | None:
-    """The error for a value outside `PRECISIONS`, or None."""
-    if precision in PRECISIONS:
-        return None
-    return f"precision must be one of {list(PRECISIONS)}, got {precision!r}"
+PRECISION: Rule = one_of(PRECISIONS)  # the check of a config's ``precision``
 
 
 def resolve_precision(precision: str, device: torch.device | str) -> str:

@@ -4,13 +4,18 @@ skip on rerun), bad input, and the other studies sharing the same run folder."""
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from synpo_envs.splits import Split
 
+from rllib_synpo.budgeted import Budget
+from rllib_synpo.direct import DirectConfig
 from rllib_synpo.paper_numbers import BLIND, TABLE1
 from rllib_synpo.reproduce import main
+from rllib_synpo.study_runs import RunSpec, StudyError, load_result
 
 ROOT = Path(__file__).resolve().parents[2]
 # Tiny runs: 0.6 s of training, a small replay and batch, 5-step episodes, one final
@@ -145,17 +150,13 @@ def test_convergence_plots_table1s_curves(table1, capsys):
 def test_results_stored_before_a_new_option_existed_are_still_reused(table1):
     """A `DirectConfig` field added later (here: precision) is absent from older results; at
     its default the run is the same run, at another value it is not."""
-    from dataclasses import replace
-
-    from rllib_synpo.study_runs import RunSpec, StudyError, load_result
-
     out, _ = table1
     path = out / "synpo_seed0.json"
     result = json.loads(path.read_text())
     settings = result["settings"]
     spec = RunSpec(
-        name="synpo_seed0", group="synpo", seed=settings["seed"], config=replace(_config(settings), precision="float32"),
-        split=_split(settings), budget=_budget(settings),
+        name="synpo_seed0", group="synpo", seed=settings["seed"], config=DirectConfig(**settings["config"]),
+        split=Split.from_dict(settings["split"]), budget=Budget(**settings["budget"]),
     )
     assert spec.settings() == settings
     older = out.parent / "older"
@@ -165,21 +166,3 @@ def test_results_stored_before_a_new_option_existed_are_still_reused(table1):
     assert load_result(spec, older)["settings"] == result["settings"]
     with pytest.raises(StudyError, match="other settings"):
         load_result(replace(spec, config=replace(spec.config, precision="bfloat16")), older)
-
-
-def _config(settings):
-    from rllib_synpo.direct import DirectConfig
-
-    return DirectConfig(**settings["config"])
-
-
-def _split(settings):
-    from synpo_envs.splits import Split
-
-    return Split.from_dict(settings["split"])
-
-
-def _budget(settings):
-    from rllib_synpo.budgeted import Budget
-
-    return Budget(**settings["budget"])

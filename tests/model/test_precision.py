@@ -5,9 +5,10 @@ import copy
 import pytest
 import torch
 
-from rllib_synpo.direct import DirectConfig, DirectImitation, synpo_losses
 from rllib_synpo import precision as precision_module
-from rllib_synpo.precision import check_precision, resolve_precision, training_autocast
+from rllib_synpo.checks import bad_setting
+from rllib_synpo.direct import DirectConfig, DirectImitation, synpo_losses
+from rllib_synpo.precision import PRECISION, resolve_precision, training_autocast
 
 SEEN = [(0, 0), (0, 1), (1, 1)]
 TINY = {"feature_dim": 16, "embedding_dim": 8, "network_kwargs": {"basis_dim": 8, "hidden_dim": 16}, "encoder_kwargs": {"width": 4, "batch_norm": True}}
@@ -34,8 +35,8 @@ def test_auto_is_bfloat16_only_where_the_device_computes_it_natively(monkeypatch
 
 
 def test_an_unknown_precision_is_named():
-    assert check_precision("bfloat16") is None
-    assert check_precision("float16") == "precision must be one of ['float32', 'bfloat16', 'auto'], got 'float16'"
+    assert bad_setting({"precision": "bfloat16"}, {PRECISION: ("precision",)}) is None
+    assert bad_setting({"precision": "float16"}, {PRECISION: ("precision",)}) == "precision must be one of ['float32', 'bfloat16', 'auto'], got 'float16'"
 
 
 def test_bfloat16_updates_keep_float32_weights_and_finite_losses():

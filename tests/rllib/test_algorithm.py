@@ -204,7 +204,7 @@ print(out["action_dist_inputs"].tolist())
         ({"weight_decay": -1e-4}, "`weight_decay`"),
         ({"split": {"random": {"num_seen": 5}}}, "too few"),
         ({"encoder": "resnet9000"}, "resnet9000"),
-        ({"precision": "half"}, r"precision must be one of \['float32', 'bfloat16', 'auto'\], got 'half'"),
+        ({"precision": "half"}, r"`precision` must be one of \['float32', 'bfloat16', 'auto'\], got 'half'"),
     ],
 )
 def test_validate_names_bad_knobs(training, message):
