@@ -34,6 +34,7 @@ from rllib_synpo.losses import (
     imitation_losses,
 )
 from rllib_synpo.networks import make_network
+from rllib_synpo.optimizers import fused_adam_options
 from rllib_synpo.precision import PRECISION, resolve_precision, training_autocast
 
 Pair = tuple[int, int]
@@ -268,7 +269,7 @@ class DirectImitation:
         self.obs, self.info = self.env.reset(seed=seed)
         spec = self.env.grid_spec
         self.net = network_for(config, spec).to(self.device)
-        self.optimizer = torch.optim.Adam(parameter_groups(self.net, config), lr=config.lr)
+        self.optimizer = torch.optim.Adam(parameter_groups(self.net, config), lr=config.lr, **fused_adam_options(self.net.parameters()))
         track = needs_successors(self.net, config)
         if track and config.replay_capacity <= config.num_collectors:
             raise ValueError(

@@ -339,8 +339,9 @@ class SynPoPPOTorchLearner(PPOTorchLearner):
 
     def configure_optimizers_for_module(self, module_id, config=None) -> None:
         from rllib_synpo.learner import register_module_optimizer
+        from rllib_synpo.optimizers import fused_adam_options
 
-        optimizer_class, options = (torch.optim.Adam, {})
+        optimizer_class, options = (torch.optim.Adam, fused_adam_options(self.module[module_id].parameters()))
         if config.optimizer_type == "rmsprop":
             optimizer_class, options = torch.optim.RMSprop, {"alpha": RMSPROP_ALPHA, "eps": RMSPROP_EPS}
         value_head = getattr(self.module[module_id].unwrapped().net, "value_head", None)

@@ -1,5 +1,6 @@
 """SynPo on RLlib: one-iteration smoke runs, env runners, checkpoints, the module alone."""
 
+import copy
 import json
 import subprocess
 import sys
@@ -80,12 +81,48 @@ def test_learning_rate_schedule_follows_sampled_steps(ray_session):
         algo.stop()
 
 
-def test_weight_decay_reaches_the_learners_adam(ray_session):
+def test_weight_decay_reaches_the_learners_fused_adam(ray_session):
     algo = tiny_config(weight_decay=1e-4).build_algo()
     try:
         optimizer = algo.learner_group._learner.get_optimizer("synpo")
         assert isinstance(optimizer, torch.optim.Adam)
-        assert [group["weight_decay"] for group in optimizer.param_groups] == [1e-4]
+        assert [(group["weight_decay"], group["fused"]) for group in optimizer.param_groups] == [(1e-4, True)]
+    finally:
+        algo.stop()
+
+
+def _step_from(learner, state, gradients, apply_gradients):
+    """The module's weights after ``apply_gradients`` from ``state`` (module and optimizer)."""
+    module, optimizer = learner.module["synpo"], learner.get_optimizer("synpo")
+    module.load_state_dict(state[0])
+    optimizer.load_state_dict(copy.deepcopy(state[1]))  # it adopts the tensors, which the step changes in place
+    apply_gradients(learner, {ref: g.clone() for ref, g in gradients.items()})
+    return {k: v.detach().clone() for k, v in module.state_dict().items()}
+
+
+@pytest.mark.parametrize("poison", [None, float("nan"), float("inf")])
+def test_the_learners_single_finite_check_steps_as_rllibs_apply_gradients(ray_session, poison):
+    from ray.rllib.core.learner.torch.torch_learner import TorchLearner
+
+    algo = tiny_config().build_algo()
+    try:
+        algo.train()
+        learner = algo.learner_group._learner
+        state = (
+            {k: v.clone() for k, v in learner.module["synpo"].state_dict().items()},
+            copy.deepcopy(learner.get_optimizer("synpo").state_dict()),
+        )
+        generator = torch.Generator().manual_seed(0)
+        gradients = {ref: torch.randn(p.shape, generator=generator) for ref, p in learner._params.items()}
+        if poison is not None:
+            next(iter(gradients.values())).view(-1)[0] = poison
+        ours = _step_from(learner, state, gradients, type(learner).apply_gradients)
+        rllibs = _step_from(learner, state, gradients, TorchLearner.apply_gradients)
+        assert ours.keys() == rllibs.keys()
+        for name in ours:
+            assert torch.equal(ours[name], rllibs[name]), name
+            assert torch.isfinite(ours[name]).all(), name
+        assert any(not torch.equal(ours[name], state[0][name]) for name in ours)  # the step happened
     finally:
         algo.stop()
 
