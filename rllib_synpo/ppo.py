@@ -48,6 +48,7 @@ from synpo_envs.splits import Split
 from rllib_synpo.checkpoint_files import atomic_write
 from rllib_synpo.checks import NON_NEGATIVE_NUMBER, POSITIVE_INT, POSITIVE_NUMBER, bad_setting
 from rllib_synpo.config import MODULE_ID, policy_mapping_fn, resolve_split
+from rllib_synpo.optimizers import fused_adam_options
 from rllib_synpo.pair_env import ENV_CONFIG_KEYS, PAIRS_ENV_NAME
 from rllib_synpo.rl_module import SynPoTorchRLModule, check_model_config
 
@@ -339,7 +340,6 @@ class SynPoPPOTorchLearner(PPOTorchLearner):
 
     def configure_optimizers_for_module(self, module_id, config=None) -> None:
         from rllib_synpo.learner import register_module_optimizer
-        from rllib_synpo.optimizers import fused_adam_options
 
         optimizer_class, options = (torch.optim.Adam, fused_adam_options(self.module[module_id].parameters()))
         if config.optimizer_type == "rmsprop":
