@@ -80,8 +80,8 @@ class SynPoTorchLearner(TorchLearner):
         register_module_optimizer(self, module_id, config, **fused_adam_options(self.module[module_id].parameters()))
 
     def apply_gradients(self, gradients_dict) -> None:
-        # RLlib's own checks each gradient for nan/inf twice, one tensor at a time (~12% of an
-        # update of the tuned example); one reduction tells whether its handling is needed.
+        # RLlib's own checks each gradient for nan/inf twice, one tensor at a time (a profile's
+        # visible share of an update); one reduction tells whether its handling is needed.
         if (
             self._lr_scheduler_classes is not None
             or self._grad_scalers is not None
