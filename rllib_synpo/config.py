@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import gymnasium as gym
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from synpo_envs.splits import Split, random_split
 from synpo_envs.thor.constants import NUM_TASKS as NUM_THOR_TASKS
@@ -31,6 +33,32 @@ MODULE_ID = "synpo"  # every pair slot maps to this one shared module
 
 def policy_mapping_fn(agent_id, episode, **kwargs) -> str:
     return MODULE_ID
+
+
+class ModuleDoesNotAct(ConnectorV2):
+    """The env-to-module pipeline of env runners whose env plays its expert: the module never
+    acts there, so nothing is batched for it (RLlib's default connectors would batch every
+    slot's observation into tensors after each env step, a visible share of collection). Its
+    spaces are the module's, as RLlib's agent-to-module mapping gives them: every slot maps to
+    `MODULE_ID` and shares one space."""
+
+    def recompute_output_observation_space(self, input_observation_space, input_action_space):
+        return _module_space(input_observation_space)
+
+    def recompute_output_action_space(self, input_observation_space, input_action_space):
+        return _module_space(input_action_space)
+
+    def __call__(self, *, rl_module, batch, episodes, **kwargs):
+        return batch
+
+
+def _module_space(agent_spaces: gym.spaces.Dict) -> gym.spaces.Dict:
+    return gym.spaces.Dict({MODULE_ID: next(iter(agent_spaces.spaces.values()))})
+
+
+def expert_env_to_module(env=None, spaces=None, device=None) -> ConnectorV2:
+    """``env_to_module_connector`` of `SynPoConfig` (paired with no default connectors)."""
+    return ModuleDoesNotAct()
 
 
 def resolve_split(split: Split | dict | str | os.PathLike | None) -> Split:
@@ -88,7 +116,12 @@ class SynPoConfig(AlgorithmConfig):
         self.multi_agent(policies={MODULE_ID}, policy_mapping_fn=policy_mapping_fn)
         self.rl_module(model_config=dict(DEFAULT_MODEL_CONFIG))
         # Episodes end when every slot is done; sample whole episodes.
-        self.env_runners(batch_mode="complete_episodes", num_env_runners=0)
+        self.env_runners(
+            batch_mode="complete_episodes",
+            num_env_runners=0,
+            env_to_module_connector=expert_env_to_module,
+            add_default_connectors_to_env_to_module_pipeline=False,
+        )
         self.evaluation(evaluation_interval=None)
 
     def training(

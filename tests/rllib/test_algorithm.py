@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
@@ -36,6 +37,23 @@ def test_one_iteration_with_the_local_env_runner(ray_session):
         assert not algo.env_runner._done_episodes_for_metrics
         split_seen = set(map(tuple, algo.config.env_config["pairs"]))
         assert all((t.env_id, t.task_id) in split_seen for t in algo.replay._items)
+    finally:
+        algo.stop()
+
+
+def test_env_runners_batch_nothing_for_a_module_that_never_acts(ray_session):
+    from rllib_synpo.config import MODULE_ID, ModuleDoesNotAct
+
+    algo = tiny_config().build_algo()
+    try:
+        pipeline = algo.env_runner._env_to_module
+        assert [type(c) for c in pipeline.connectors] == [ModuleDoesNotAct]
+        slot_space = algo.env_runner.env.envs[0].unwrapped.observation_spaces["slot_0"]
+        assert pipeline.observation_space == gym.spaces.Dict({MODULE_ID: slot_space})  # the module's, as RLlib maps it
+        assert algo.get_module(MODULE_ID).observation_space == slot_space
+        batch = {"untouched": object()}
+        assert pipeline(rl_module=None, batch=batch, episodes=[], explore=False) is batch
+        assert len(algo._collect()) == 4  # whole episodes still come back
     finally:
         algo.stop()
 
