@@ -10,7 +10,7 @@ from ray.rllib.core.learner.learner import DEFAULT_OPTIMIZER
 from ray.rllib.core.learner.torch.torch_learner import TorchLearner
 
 from rllib_synpo.losses import SF_TD_WEIGHT, TOTAL_LOSS, LossWeights, imitation_losses
-from rllib_synpo.optimizers import all_finite, fused_adam_options
+from rllib_synpo.optimizers import finite_norm, fused_adam_options
 from rllib_synpo.precision import resolve_precision, training_autocast
 from rllib_synpo.rl_module import outputs_from_fwd_out
 
@@ -81,12 +81,13 @@ class SynPoTorchLearner(TorchLearner):
 
     def apply_gradients(self, gradients_dict) -> None:
         # RLlib's own checks each gradient for nan/inf twice, one tensor at a time (a profile's
-        # visible share of an update); one reduction tells whether its handling is needed.
+        # visible share of an update); one reduction tells whether its handling is needed (it
+        # also steps normally where a finite norm merely overflowed).
         if (
             self._lr_scheduler_classes is not None
             or self._grad_scalers is not None
             or self.config.torch_skip_nan_gradients
-            or not all_finite(gradients_dict.values())
+            or not finite_norm(gradients_dict.values())
         ):
             return super().apply_gradients(gradients_dict)  # e.g. zeroes nan/inf gradients, with a warning
         for param_ref, gradient in gradients_dict.items():

@@ -1,5 +1,5 @@
 """Optimizer helpers shared by the RLlib learners and the Ray-free trainer: fused Adam where
-torch has its kernels, and one pass that says whether a set of gradients is finite."""
+torch has its kernels, and one pass that says whether a set of gradients may hold a nan/inf."""
 
 from __future__ import annotations
 
@@ -17,8 +17,10 @@ def fused_adam_options(params: Iterable[torch.nn.Parameter]) -> dict[str, bool]:
     return {"fused": True} if all(p.device.type in FUSED_ADAM_DEVICE_TYPES for p in params) else {}
 
 
-def all_finite(gradients: Iterable[torch.Tensor | None]) -> bool:
-    """Whether no gradient holds a nan or inf, in one reduction: each tensor's largest absolute
-    value (nan propagates through it, a finite value cannot overflow it)."""
+def finite_norm(gradients: Iterable[torch.Tensor | None]) -> bool:
+    """Whether the gradients' 2-norm is finite, in one reduction: always False when an element
+    is nan or inf (they propagate), and also for finite gradients so large that the norm
+    overflows, so False means "look element by element". (On CPU the 2-norm takes a tenth of
+    the inf-norm's time, which would never overflow.)"""
     tensors = [g for g in gradients if g is not None]
-    return not tensors or bool(torch.nn.utils.get_total_norm(tensors, float("inf")).isfinite())
+    return not tensors or bool(torch.nn.utils.get_total_norm(tensors, 2.0).isfinite())

@@ -118,7 +118,7 @@ def _step_from(learner, state, gradients, apply_gradients):
     return {k: v.detach().clone() for k, v in module.state_dict().items()}
 
 
-@pytest.mark.parametrize("poison", [None, float("nan"), float("inf")])
+@pytest.mark.parametrize("poison", [None, float("nan"), float("inf"), 1e30])  # 1e30: finite, but the norm overflows
 def test_the_learners_single_finite_check_steps_as_rllibs_apply_gradients(ray_session, poison):
     from ray.rllib.core.learner.torch.torch_learner import TorchLearner
 
