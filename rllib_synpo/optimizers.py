@@ -20,7 +20,7 @@ def fused_adam_options(params: Iterable[torch.nn.Parameter]) -> dict[str, bool]:
 def finite_norm(gradients: Iterable[torch.Tensor | None]) -> bool:
     """Whether the gradients' 2-norm is finite, in one reduction: always False when an element
     is nan or inf (they propagate), and also for finite gradients so large that the norm
-    overflows, so False means "look element by element". (On CPU the 2-norm takes a tenth of
-    the inf-norm's time, which would never overflow.)"""
+    overflows, so False means "look element by element". (On CPU the 2-norm is much cheaper
+    than the inf-norm, which would never overflow: results/learning_efficiency.md.)"""
     tensors = [g for g in gradients if g is not None]
     return not tensors or bool(torch.nn.utils.get_total_norm(tensors, 2.0).isfinite())
