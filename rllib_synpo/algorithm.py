@@ -9,6 +9,7 @@ new weights go back to the env runners.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -23,9 +24,10 @@ from ray.rllib.utils.metrics import (
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
     TIMERS,
 )
+from ray.tune.result import TIME_TOTAL_S
 
 from rllib_synpo.checkpoint_files import atomic_pickle, atomic_write, load_pickle
-from rllib_synpo.config import MODULE_ID, SynPoConfig, resolve_split
+from rllib_synpo.config import MODULE_ID, TRAINING_SECONDS, SynPoConfig, resolve_split
 from rllib_synpo.learner import EXECUTED_ACTION, EXPERT_ACTION, NEXT_ROW, TASK_LABELS
 from rllib_synpo.losses import SF_TD_LOSS
 from rllib_synpo.replay import TrajectoryReplay
@@ -76,6 +78,7 @@ class SynPo(Algorithm):
         return [t for trajectories, _ in results for t in trajectories]
 
     def training_step(self) -> None:
+        self._step_started = time.time()
         with self.metrics.log_time((TIMERS, ENV_RUNNER_SAMPLING_TIMER)):
             trajectories = self._collect()
         self.replay.add(trajectories)
@@ -93,12 +96,19 @@ class SynPo(Algorithm):
         with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
             for _ in range(self.config.updates_per_iteration):
                 batch = self._train_batch(self._sample(), self.layout)
-                # States collected so far (restored with the replay) drive learning-rate
-                # schedules (``lr=[[0, a], [n, b]]``), under the key RLlib's learners read.
-                timesteps = {NUM_ENV_STEPS_SAMPLED_LIFETIME: self.replay.steps_added}
+                # The schedule clock under the key RLlib's learners read for schedules.
+                timesteps = {NUM_ENV_STEPS_SAMPLED_LIFETIME: self._schedule_clock()}
                 results = self.learner_group.update(batch=batch, timesteps=timesteps)
                 self.metrics.aggregate(results, key=LEARNER_RESULTS)
         self.env_runner_group.sync_weights(from_worker_or_learner_group=self.learner_group, inference_only=True)
+
+    def _schedule_clock(self) -> float:
+        """Where learning-rate schedules (``lr=[[x, a], [y, b]]``) stand: the states collected so
+        far (restored with the replay), or with ``lr_schedule_clock: training_seconds`` the
+        seconds ``time_total_s`` counts, up to now."""
+        if self.config.lr_schedule_clock == TRAINING_SECONDS:
+            return self._time_total + time.time() - self._step_started
+        return self.replay.steps_added
 
     def _sample(self) -> dict[str, np.ndarray]:
         if self.config.states_per_update is not None:
@@ -137,6 +147,16 @@ class SynPo(Algorithm):
         return MultiAgentBatch({MODULE_ID: SampleBatch(columns)}, env_steps=len(sample["reward"]))
 
     # --- the replay is part of the checkpoint, so a resumed run loses nothing -------------
+    def get_state(self, *args, **kwargs) -> dict:
+        # The training seconds (Tune restores them from its own records; a checkpoint restored
+        # without Tune needs them too where they drive the learning rate).
+        return {**super().get_state(*args, **kwargs), TIME_TOTAL_S: self._time_total}
+
+    def set_state(self, state: dict) -> None:
+        super().set_state(state)
+        if TIME_TOTAL_S in state:
+            self._time_total = state[TIME_TOTAL_S]
+
     def save_to_path(self, path=None, **kwargs):
         path = super().save_to_path(path, **kwargs)
         atomic_pickle(Path(path) / REPLAY_FILE, self.replay.get_state())

@@ -12,7 +12,7 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from synpo_envs.splits import Split, random_split
 from synpo_envs.thor.constants import NUM_TASKS as NUM_THOR_TASKS
 
-from rllib_synpo.checks import NON_NEGATIVE_INT, NON_NEGATIVE_NUMBER, POSITIVE_INT, PROBABILITY, bad_setting, optional
+from rllib_synpo.checks import NON_NEGATIVE_INT, NON_NEGATIVE_NUMBER, POSITIVE_INT, PROBABILITY, bad_setting, one_of, optional
 from rllib_synpo.networks import ENCODERS
 from rllib_synpo.pair_env import ENV_CONFIG_KEYS, PAIRS_ENV_NAME
 from rllib_synpo.precision import PRECISION
@@ -81,6 +81,13 @@ def resolve_split(split: Split | dict | str | os.PathLike | None) -> Split:
     raise ValueError(f"split must be a Split, a JSON path or a dict, got {type(split).__name__}")
 
 
+# What the x of a learning-rate schedule ``lr=[[x, value], ...]`` counts: states collected (RLlib's
+# env steps sampled, the default) or the seconds `stop: {time_total_s: ...}` counts.
+STATES_COLLECTED = "states_collected"
+TRAINING_SECONDS = "training_seconds"
+SCHEDULE_CLOCKS = (STATES_COLLECTED, TRAINING_SECONDS)
+
+
 class SynPoConfig(AlgorithmConfig):
     """SynPo imitation: expert trajectories from env runners into a trajectory replay, learner
     updates on sampled trajectories with the four SynPo loss terms.
@@ -110,6 +117,7 @@ class SynPoConfig(AlgorithmConfig):
         self.greedy_episodes_per_pair = 2
         self.split: Any = None
         self.lr = 1e-3
+        self.lr_schedule_clock = STATES_COLLECTED
         self.weight_decay = 0.0
         self.precision = "float32"
         self.environment(env=PAIRS_ENV_NAME, env_config={})
@@ -144,6 +152,7 @@ class SynPoConfig(AlgorithmConfig):
         split: Any = NotProvided,
         weight_decay: float | None = NotProvided,
         precision: str | None = NotProvided,
+        lr_schedule_clock: str | None = NotProvided,
         **kwargs,
     ) -> SynPoConfig:
         """Sets SynPo's training knobs.
@@ -185,6 +194,12 @@ class SynPoConfig(AlgorithmConfig):
                 (AVX512-BF16, AMX) an update takes about half the time; elsewhere bfloat16 is
                 emulated and slower. "auto": bfloat16 where the learner's device computes it
                 natively, else float32.
+            lr_schedule_clock: What the x of a learning-rate schedule ``lr=[[x, value], ...]``
+                counts: "states_collected" (default; RLlib's env steps sampled, restored with
+                the replay) or "training_seconds" (the seconds ``stop: {time_total_s: ...}``
+                counts, restored with the checkpoint), so a schedule over a time budget ends
+                with it on a fast or a slow machine alike (a run's result then depends on the
+                machine's speed, as a time-stopped run's does anyway).
         """
         super().training(**kwargs)
         for name, value in {
@@ -194,7 +209,7 @@ class SynPoConfig(AlgorithmConfig):
             "episodes_per_env_runner": episodes_per_env_runner, "warmup_trajectories": warmup_trajectories,
             "expert_epsilon": expert_epsilon, "split": split, "relabel_seen_tasks": relabel_seen_tasks,
             "greedy_episodes_per_pair": greedy_episodes_per_pair, "weight_decay": weight_decay,
-            "precision": precision,
+            "precision": precision, "lr_schedule_clock": lr_schedule_clock,
         }.items():
             if value is not NotProvided:
                 setattr(self, name, value)
@@ -240,6 +255,7 @@ class SynPoConfig(AlgorithmConfig):
             NON_NEGATIVE_INT: ("warmup_trajectories",),
             PROBABILITY: ("expert_epsilon",),
             PRECISION: ("precision",),
+            one_of(SCHEDULE_CLOCKS): ("lr_schedule_clock",),
         }, quote="`")
         if error:
             self._value_error(error)

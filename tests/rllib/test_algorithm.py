@@ -99,6 +99,16 @@ def test_learning_rate_schedule_follows_sampled_steps(ray_session):
         algo.stop()
 
 
+def test_learning_rate_schedule_can_follow_training_seconds(ray_session):
+    algo = tiny_config(lr_schedule_clock="training_seconds").training(lr=[[0, 1e-3], [3600, 1e-5]]).build_algo()
+    try:
+        algo._time_total = 1800.0  # half an hour into the run, as a restored checkpoint says
+        rate = algo.train()["learners"]["synpo"]["default_optimizer_learning_rate"]
+        assert rate == pytest.approx(1e-3 - (1e-3 - 1e-5) * 1800 / 3600, rel=0.01)  # within ~18 s of 1800
+    finally:
+        algo.stop()
+
+
 def test_weight_decay_reaches_the_learners_fused_adam(ray_session):
     algo = tiny_config(weight_decay=1e-4).build_algo()
     try:
@@ -213,6 +223,7 @@ def test_checkpoint_round_trip_and_module_alone_without_ray(ray_session, tmp_pat
         algo.train()
         path = algo.save_to_path(tmp_path / "ckpt")
         weights, replay_size, steps = _module_weights(algo), len(algo.replay), algo.replay.steps_added
+        seconds = algo._time_total
     finally:
         algo.stop()
     restored = tiny_config().build_algo()
@@ -220,6 +231,7 @@ def test_checkpoint_round_trip_and_module_alone_without_ray(ray_session, tmp_pat
         restored.restore_from_path(path)
         assert all(torch.equal(weights[k], v) for k, v in _module_weights(restored).items())
         assert len(restored.replay) == replay_size
+        assert restored._time_total == seconds > 0  # the training seconds (a schedule's clock) too
         torch.manual_seed(0)
         obs = torch.randint(0, 256, (3, 12, 16, 16), dtype=torch.uint8)
         ids = torch.tensor([0, 5, 19])
@@ -260,6 +272,7 @@ print(out["action_dist_inputs"].tolist())
         ({"split": {"random": {"num_seen": 5}}}, "too few"),
         ({"encoder": "resnet9000"}, "resnet9000"),
         ({"precision": "half"}, r"`precision` must be one of \['float32', 'bfloat16', 'auto'\], got 'half'"),
+        ({"lr_schedule_clock": "minutes"}, r"`lr_schedule_clock` must be one of \['states_collected', 'training_seconds'\], got 'minutes'"),
     ],
 )
 def test_validate_names_bad_knobs(training, message):
