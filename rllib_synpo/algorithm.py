@@ -2,8 +2,9 @@
 
 Each `training_step`: every env runner plays the expert on its share of the seen pairs and
 returns whole trajectories; they go into the trajectory replay; the learner takes
-``updates_per_iteration`` steps on ``trajectories_per_update`` sampled trajectories each; the
-new weights go back to the env runners.
+``updates_per_iteration`` steps on ``trajectories_per_update`` sampled trajectories each. The
+env runners' copy of the module never acts (their env plays the expert), so the new weights go
+to them only where that copy is read (`get_module`, `evaluate`, a checkpoint).
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ class SynPo(Algorithm):
         self.frame_stack = self.layout.frame_stack
         self.frame_channels = self.layout.channels
         self.replay = TrajectoryReplay(self.config.replay_capacity, self.frame_stack, seed=self.config.seed)
+        # Networks trained on transitions (SF's TD term) also need each state's successor.
+        self._with_successors = SF_TD_LOSS in self.get_module(MODULE_ID).net.LOSS_TERMS
 
     def _frame_layout(self) -> FrameLayout:
         """What the replay keeps per step: the gridworld's newest RGB(+agent) frame, or THOR's
@@ -100,7 +103,17 @@ class SynPo(Algorithm):
                 timesteps = {NUM_ENV_STEPS_SAMPLED_LIFETIME: self._schedule_clock()}
                 results = self.learner_group.update(batch=batch, timesteps=timesteps)
                 self.metrics.aggregate(results, key=LEARNER_RESULTS)
-        self.env_runner_group.sync_weights(from_worker_or_learner_group=self.learner_group, inference_only=True)
+        self._env_runner_weights_stale = True
+
+    def _sync_env_runner_weights(self) -> None:
+        """The learner's weights to the env runners, if they changed since the last sync."""
+        if getattr(self, "_env_runner_weights_stale", False):
+            self.env_runner_group.sync_weights(from_worker_or_learner_group=self.learner_group, inference_only=True)
+            self._env_runner_weights_stale = False
+
+    def get_module(self, *args, **kwargs):
+        self._sync_env_runner_weights()
+        return super().get_module(*args, **kwargs)
 
     def _schedule_clock(self) -> float:
         """Where learning-rate schedules (``lr=[[x, a], [y, b]]``) stand: the states collected so
@@ -112,9 +125,7 @@ class SynPo(Algorithm):
 
     def _sample(self) -> dict[str, np.ndarray]:
         if self.config.states_per_update is not None:
-            # Networks trained on transitions (SF's TD term) also need each state's successor.
-            successors = SF_TD_LOSS in self.get_module(MODULE_ID).net.LOSS_TERMS
-            return self.replay.sample_states(self.config.states_per_update, successors=successors)
+            return self.replay.sample_states(self.config.states_per_update, successors=self._with_successors)
         return self.replay.sample(self.config.trajectories_per_update)
 
     def evaluate(self, parallel_train_future=None) -> dict:
@@ -148,6 +159,7 @@ class SynPo(Algorithm):
 
     # --- the replay is part of the checkpoint, so a resumed run loses nothing -------------
     def get_state(self, *args, **kwargs) -> dict:
+        self._sync_env_runner_weights()  # the env runners' module is part of the state
         # The training seconds (Tune restores them from its own records; a checkpoint restored
         # without Tune needs them too where they drive the learning rate).
         return {**super().get_state(*args, **kwargs), TIME_TOTAL_S: self._time_total}

@@ -58,6 +58,19 @@ def test_env_runners_batch_nothing_for_a_module_that_never_acts(ray_session):
         algo.stop()
 
 
+def test_the_env_runners_module_is_synced_only_where_it_is_read(ray_session):
+    algo = tiny_config().build_algo()
+    try:
+        algo.train()
+        learner = algo.learner_group._learner.module["synpo"].state_dict()
+        idle = algo.env_runner.module["synpo"].state_dict()  # never acts: not synced by train()
+        assert not all(torch.equal(idle[k], v) for k, v in learner.items())
+        read = algo.get_module("synpo").state_dict()
+        assert all(torch.equal(read[k], v) for k, v in learner.items())
+    finally:
+        algo.stop()
+
+
 def test_every_collection_brings_new_episodes(ray_session):
     algo = tiny_config().build_algo()
     try:
