@@ -42,7 +42,10 @@ class CompactEncoder(nn.Module):
         self.feature_dim = feature_dim
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.project(self.convs(obs.float() / PIXEL_SCALE))
+        # Channels-last memory: oneDNN's convolutions (above all their backward) run faster on it
+        # for these small images; the values are the same.
+        pixels = (obs.float() / PIXEL_SCALE).contiguous(memory_format=torch.channels_last)
+        return self.project(self.convs(pixels))
 
 
 class DenseEncoder(nn.Module):
