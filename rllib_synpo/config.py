@@ -13,6 +13,7 @@ from synpo_envs.splits import Split, random_split
 from synpo_envs.thor.constants import NUM_TASKS as NUM_THOR_TASKS
 
 from rllib_synpo.checks import NON_NEGATIVE_INT, NON_NEGATIVE_NUMBER, POSITIVE_INT, PROBABILITY, bad_setting, one_of, optional
+from rllib_synpo.env_runner import ExpertEnvRunner
 from rllib_synpo.networks import ENCODERS
 from rllib_synpo.pair_env import ENV_CONFIG_KEYS, PAIRS_ENV_NAME
 from rllib_synpo.precision import PRECISION
@@ -129,6 +130,7 @@ class SynPoConfig(AlgorithmConfig):
             num_env_runners=0,
             env_to_module_connector=expert_env_to_module,
             add_default_connectors_to_env_to_module_pipeline=False,
+            env_runner_cls=ExpertEnvRunner,
         )
         self.evaluation(evaluation_interval=None)
 

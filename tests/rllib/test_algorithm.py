@@ -58,6 +58,19 @@ def test_env_runners_batch_nothing_for_a_module_that_never_acts(ray_session):
         algo.stop()
 
 
+def test_env_runners_count_steps_per_module_not_per_pair_slot(ray_session):
+    result = tiny_config().build_algo()
+    try:
+        runners = result.train()["env_runners"]
+        collected = result.replay.steps_added
+    finally:
+        result.stop()
+    assert runners["num_module_steps_sampled"] == {"synpo": collected}  # every slot's steps
+    assert runners["num_module_steps_sampled_lifetime"] == {"synpo": collected}
+    assert runners["num_env_steps_sampled"] > 0 and runners["num_episodes"] > 0
+    assert "num_agent_steps_sampled" not in runners
+
+
 def test_the_env_runners_module_is_synced_only_where_it_is_read(ray_session):
     algo = tiny_config().build_algo()
     try:
