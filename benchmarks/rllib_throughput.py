@@ -65,7 +65,7 @@ def measure_rllib(config, seconds: float) -> dict[str, float]:
         algo.train()
     # A long run samples from a full replay; fill it with copies of the warm-up's trajectories
     # so the timing includes what drawing from `replay_capacity` trajectories costs.
-    warmup = algo.replay.get_state()["items"]
+    warmup = algo.replay.trajectories()
     while len(algo.replay) < config.replay_capacity:
         algo.replay.add(warmup[: config.replay_capacity - len(algo.replay)])
     algo.train()  # the first update (optimizer state, lazy allocations) is not timed

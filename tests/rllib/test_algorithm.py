@@ -28,7 +28,7 @@ def test_one_iteration_with_the_local_env_runner(ray_session):
         for name in LOSS_NAMES:
             assert np.isfinite(learner[name]), name
         assert len(algo.replay) == 4 and result["expert_success_rate"] > 0
-        steps = sum(len(t) for t in algo.replay._items)
+        steps = sum(len(t) for t in algo.replay.trajectories())
         assert result["num_states_collected"] == result["num_states_collected_lifetime"] == steps
         assert 0 < result["env_runners"]["num_env_steps_sampled"] <= steps and result["env_runners"]["num_episodes"] == 1
         second = algo.train()
@@ -36,7 +36,7 @@ def test_one_iteration_with_the_local_env_runner(ray_session):
         # The env runner hands over the episodes it kept for its metrics (they used to pile up).
         assert not algo.env_runner._done_episodes_for_metrics
         split_seen = set(map(tuple, algo.config.env_config["pairs"]))
-        assert all((t.env_id, t.task_id) in split_seen for t in algo.replay._items)
+        assert all((t.env_id, t.task_id) in split_seen for t in algo.replay.trajectories())
     finally:
         algo.stop()
 
@@ -215,7 +215,7 @@ def test_two_env_runners_share_the_seen_pairs(ray_session):
         result = algo.train()
         pairs = [tuple(p) for p in algo.config.env_config["pairs"]]
         shards = [set(pairs[0::2]), set(pairs[1::2])]
-        collected = [(t.env_id, t.task_id) for t in algo.replay._items]
+        collected = [(t.env_id, t.task_id) for t in algo.replay.trajectories()]
         assert len(collected) == 2 * 3 * 4
         assert result["env_runners"]["num_episodes"] == 2 * 3  # both runners' metrics
         assert all(any(p in shard for p in collected) for shard in shards)

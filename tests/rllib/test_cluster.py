@@ -67,7 +67,7 @@ def test_env_runners_run_on_the_worker_nodes_and_survive_a_kill(cluster):
         facts = _runner_facts(algo)
         assert {node for _, node in facts} == worker_nodes  # one runner on each worker node
         algo.train()
-        before = [(t.env_id, t.task_id, t.frames.copy(), t.expert_action.copy()) for t in algo.replay._items]
+        before = [(t.env_id, t.task_id, t.frames.copy(), t.expert_action.copy()) for t in algo.replay.trajectories()]
         assert len(before) == 2 * 4  # 2 runners x 1 episode x 4 pair slots
 
         os.kill(facts[0][0], signal.SIGKILL)
@@ -81,7 +81,7 @@ def test_env_runners_run_on_the_worker_nodes_and_survive_a_kill(cluster):
         assert np.isfinite(result["learners"]["synpo"]["policy_loss"])
         assert sizes[-1] - sizes[-2] == 8, f"replay sizes after the kill: {sizes}"
         assert all(b > a for a, b in zip([len(before), *sizes], sizes)), sizes  # every iteration collected
-        for (env_id, task_id, frames, expert), item in zip(before, algo.replay._items):  # intact
+        for (env_id, task_id, frames, expert), item in zip(before, algo.replay.trajectories()):  # intact
             assert (item.env_id, item.task_id) == (env_id, task_id)
             assert np.array_equal(item.frames, frames) and np.array_equal(item.expert_action, expert)
         facts_after = _runner_facts(algo)

@@ -122,7 +122,7 @@ def test_replay_is_a_seeded_fifo_and_small():
     trajectories = [_trajectory(seed)[0] for seed in range(5)]
     replay.add(trajectories)
     assert len(replay) == 3 and replay.added == 5
-    kept = {t.env_id * 100 + t.task_id for t in replay._items}
+    kept = {t.env_id * 100 + t.task_id for t in replay.trajectories()}
     assert kept == {t.env_id * 100 + t.task_id for t in trajectories[2:]}
     batch = replay.sample(2)
     assert batch["obs"].dtype == np.uint8 and len(batch["obs"]) == len(batch["reward"])
@@ -143,7 +143,7 @@ def test_state_samples_follow_the_fifo_and_a_restored_replay():
     trajectories = [_trajectory(seed)[0] for seed in range(7)]
     replay = TrajectoryReplay(capacity=3, frame_stack=4, seed=0)
     replay.add(trajectories)
-    kept = replay._items
+    kept = replay.trajectories()
     assert replay.num_steps == sum(len(t) for t in kept) and len({len(t) for t in trajectories}) > 1
     stored = {obs.tobytes() for t in kept for obs in t.stacked_obs(4)}
     restored = TrajectoryReplay(capacity=3, frame_stack=4)
@@ -155,6 +155,74 @@ def test_state_samples_follow_the_fifo_and_a_restored_replay():
     too_small = TrajectoryReplay(capacity=2, frame_stack=4)
     with pytest.raises(ValueError, match="holds 3 trajectories, more than this replay's capacity 2"):
         too_small.set_state(replay.get_state())
+
+
+def _synthetic(rng, length, pair=(1, 2)):
+    """A trajectory of random small frames and labels (with relabelled task labels)."""
+    return Trajectory(
+        rng.integers(0, 256, (length, 3, 2, 2), dtype=np.uint8), *pair, rng.integers(0, 5, length).astype(np.int8),
+        rng.integers(0, 5, length).astype(np.int8), rng.standard_normal(length).astype(np.float32),
+        task_labels=rng.integers(-1, 5, (length, 20)).astype(np.int8),
+    )
+
+
+def _same(a, b):
+    return (a.env_id, a.task_id) == (b.env_id, b.task_id) and all(
+        np.array_equal(getattr(a, name), getattr(b, name)) for name in ("frames", "expert_action", "action", "reward", "task_labels")
+    )
+
+
+def test_the_ring_keeps_the_newest_trajectories_intact_in_bounded_memory(monkeypatch):
+    import rllib_synpo.replay as replay_module
+
+    monkeypatch.setattr(replay_module, "INITIAL_STEP_ROWS", 8)  # grow, wrap and wrap early from the start
+    rng = np.random.default_rng(0)
+    replay, added = TrajectoryReplay(capacity=7, frame_stack=4, seed=0), []
+    for i in range(400):
+        added.append(_synthetic(rng, int(rng.integers(1, 40)), pair=(i % 20, i % 13)))
+        replay.add(added[-1:])
+        newest = added[-7:]
+        slots = [(i - len(newest) + 1 + k) % 7 for k in range(len(newest))]  # the slot of each, FIFO order
+        assert all(_same(replay.trajectories()[slot], t) for slot, t in zip(slots, newest))
+    assert replay.num_steps == sum(len(t) for t in added[-7:]) and replay.steps_added == sum(len(t) for t in added)
+    assert len(replay._steps["frames"]) <= 2 * 7 * 40  # it stopped growing near the live rows
+    restored = TrajectoryReplay(capacity=7, frame_stack=4, seed=0)
+    restored.set_state(replay.get_state())  # wrapped around: the layout comes back as it was
+    for replay_ in (replay, restored):
+        replay_.add([_synthetic(np.random.default_rng(9), n) for n in (30, 2, 39)])
+    assert all(_same(a, b) for a, b in zip(restored.trajectories(), replay.trajectories()))
+    assert np.array_equal(restored.sample_states(64)["obs"], replay.sample_states(64)["obs"])
+
+
+def test_state_batches_are_the_stacks_of_the_drawn_steps():
+    rng = np.random.default_rng(1)
+    replay = TrajectoryReplay(capacity=5, frame_stack=4, seed=3)
+    replay.add([_synthetic(rng, int(n)) for n in rng.integers(1, 30, 12)])
+    kept, draws = replay.trajectories(), np.random.default_rng(3)
+    batch = replay.sample_states(200)
+    # The same draws as the replay's generator: a step uniformly over all stored steps.
+    lengths = np.array([len(t) for t in kept])
+    flat = draws.integers(lengths.sum(), size=200)
+    which = np.searchsorted(np.cumsum(lengths), flat, side="right")
+    steps = flat - (np.cumsum(lengths) - lengths)[which]
+    assert np.array_equal(batch["obs"], np.stack([kept[w].stacked_obs(4)[s] for w, s in zip(which, steps)]))
+    assert np.array_equal(batch["task_labels"], np.stack([kept[w].task_labels[s] for w, s in zip(which, steps)]))
+    assert np.array_equal(batch["reward"], np.array([kept[w].reward[s] for w, s in zip(which, steps)]))
+    assert batch["obs"].dtype == np.uint8 and batch["expert_action"].dtype == batch["env_id"].dtype == np.int64
+
+
+def test_a_replay_restores_from_an_older_checkpoints_trajectory_list():
+    rng = np.random.default_rng(2)
+    replay = TrajectoryReplay(capacity=4, frame_stack=4, seed=0)
+    replay.add([_synthetic(rng, int(n)) for n in (5, 9, 2, 7, 3, 11)])
+    older = {**{k: replay.get_state()[k] for k in ("next", "added", "steps_added", "rng")}, "items": replay.trajectories()}
+    restored = TrajectoryReplay(capacity=4, frame_stack=4)
+    restored.set_state(older)
+    assert all(_same(a, b) for a, b in zip(restored.trajectories(), replay.trajectories()))
+    assert np.array_equal(restored.sample_states(64)["obs"], replay.sample_states(64)["obs"])
+    restored.add([_synthetic(rng, 6)])  # and goes on as a FIFO from where it was
+    replay.add(restored.trajectories()[replay._next : replay._next + 1])
+    assert all(_same(a, b) for a, b in zip(restored.trajectories(), replay.trajectories()))
 
 
 def test_relabel_gives_expert_labels_for_every_configured_pair():

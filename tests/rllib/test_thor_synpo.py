@@ -341,9 +341,10 @@ def test_standin_tuned_example_trains_end_to_end(tmp_path, thor_home, standin_ex
     meta = json.loads((checkpoint / "synpo_meta.json").read_text())
     assert meta["env"] == "synpo_thor_pairs" and meta["split"]["num_envs"] == 2
     replay = load_pickle(checkpoint / "synpo_replay.pkl")
-    trajectory = replay["items"][0]
-    assert trajectory.frames.dtype == np.float32 and trajectory.frames.shape[1:] == (1, 8)
-    assert trajectory.per_step["held"].shape == (len(trajectory),)
+    steps = replay["steps"]
+    assert steps["frames"].dtype == np.float32 and steps["frames"].shape[1:] == (1, 8)
+    assert replay["per_step_keys"] == ("held",) and steps["held"].shape == (len(steps["frames"]),)
+    assert len(steps["frames"]) >= replay["lengths"].sum()
     module = RLModule.from_checkpoint(checkpoint / "learner_group" / "learner" / "rl_module" / "synpo")
     space = thor_space(feature_size=8, kitchens=2)
     out = module.forward_inference({"obs": thor_batch(space, n=3)})
