@@ -12,7 +12,16 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from synpo_envs.splits import Split, random_split
 from synpo_envs.thor.constants import NUM_TASKS as NUM_THOR_TASKS
 
-from rllib_synpo.checks import NON_NEGATIVE_INT, NON_NEGATIVE_NUMBER, POSITIVE_INT, PROBABILITY, bad_setting, one_of, optional
+from rllib_synpo.checks import (
+    LEARNING_RATE,
+    NON_NEGATIVE_INT,
+    NON_NEGATIVE_NUMBER,
+    POSITIVE_INT,
+    PROBABILITY,
+    bad_setting,
+    one_of,
+    optional,
+)
 from rllib_synpo.env_runner import ExpertEnvRunner
 from rllib_synpo.networks import ENCODERS
 from rllib_synpo.pair_env import ENV_CONFIG_KEYS, PAIRS_ENV_NAME
@@ -258,6 +267,7 @@ class SynPoConfig(AlgorithmConfig):
             PROBABILITY: ("expert_epsilon",),
             PRECISION: ("precision",),
             one_of(SCHEDULE_CLOCKS): ("lr_schedule_clock",),
+            LEARNING_RATE: ("lr",),
         }, quote="`")
         if error:
             self._value_error(error)

@@ -298,6 +298,8 @@ print(out["action_dist_inputs"].tolist())
         ({"split": {"random": {"num_seen": 5}}}, "too few"),
         ({"encoder": "resnet9000"}, "resnet9000"),
         ({"precision": "half"}, r"`precision` must be one of \['float32', 'bfloat16', 'auto'\], got 'half'"),
+        ({"lr": [[0, 1e-3], [3600, "2e-05"]]}, r"`lr` must be a number > 0 or a schedule .*write 2.0e-05\), got \[\[0, 0.001\], \[3600, '2e-05'\]\]"),
+        ({"lr": [[0, 1e-3], [100, -1e-5]]}, r"`lr` must be a number > 0 or a schedule"),
         ({"lr_schedule_clock": "minutes"}, r"`lr_schedule_clock` must be one of \['states_collected', 'training_seconds'\], got 'minutes'"),
     ],
 )

@@ -108,6 +108,7 @@ def test_training_resumes_after_being_killed(tmp_path):
         ("x:\n  run: SynPo\n  config: {lrr: 1}\n", "unknown config key(s) ['lrr']"),
         ("x:\n  run: SynPo\n  stopp: {}\n", "unknown key(s) ['stopp']"),
         ("x:\n  run: SynPo\n  config: {l3: -1}\n", "`l3` must be a number >= 0"),
+        ("x:\n  run: SynPo\n  config: {lr: [[0, 1.0e-3], [100, 2e-05]]}\n", "YAML reads 2e-05 as a string: write 2.0e-05"),
     ],
 )
 def test_bad_experiment_files_give_one_line_errors(tmp_path, content, message):
