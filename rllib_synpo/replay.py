@@ -4,9 +4,8 @@ image (C, H, W) or THOR's newest feature row (1, D) float32; any dtype and trail
 
 RLlib's episode replay buffers keep every (stacked) observation, four times the memory for the
 paper's 20,000-trajectory replay (about 2 GB instead of ~0.5 GB), hence this small buffer. Its
-steps live in preallocated arrays used as a ring (not one small array per trajectory and column,
-whose first-in-first-out stream let the heap fragment in long runs), and a batch is gathered
-from them with a few vectorized reads.
+steps live in preallocated arrays used as a ring (not one small array per trajectory and
+column), so a batch is gathered from them with a few vectorized reads.
 """
 
 from __future__ import annotations
