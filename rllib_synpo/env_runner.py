@@ -14,6 +14,8 @@ class ExpertEnvRunner(MultiAgentEnvRunner):
     step (about a third of collection's time with 32 slots). Env steps, episodes and module
     steps are reported as RLlib reports them."""
 
+    # Overrides a private method of RLlib's runner (the only place these counters are logged);
+    # should RLlib rename it, its own per-agent counting runs again: slower, not wrong.
     def _increase_sampled_metrics(self, num_steps, next_obs, episode):
         # RLlib's own method for the env steps and episodes (no agents given: no agent loop).
         super()._increase_sampled_metrics(num_steps, {}, episode)
