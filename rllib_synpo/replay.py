@@ -103,12 +103,12 @@ class TrajectoryReplay:
 
     def add(self, trajectories: list[Trajectory]) -> None:
         for trajectory in trajectories:
-            self._check_layout(trajectory)
+            columns = self._checked_columns(trajectory)
             slot, length = self._next, len(trajectory)
             # Once full, the new trajectory replaces the oldest, in its slot.
             live = self._count - (self._count == self.capacity)
             start = self._place(length, live)
-            for name, values in self._columns_of(trajectory).items():
+            for name, values in columns.items():
                 self._steps[name][start : start + length] = values
             self._starts[slot], self._lengths[slot] = start, length
             self._env_ids[slot], self._task_ids[slot] = trajectory.env_id, trajectory.task_id
@@ -182,17 +182,19 @@ class TrajectoryReplay:
         columns = {name: getattr(trajectory, name) for name in TRAJECTORY_FIELDS if getattr(trajectory, name) is not None}
         return {**columns, **(trajectory.per_step or {})}
 
-    def _check_layout(self, trajectory: Trajectory) -> None:
-        """Allocates the step arrays after the first trajectory's columns; later ones must match."""
+    def _checked_columns(self, trajectory: Trajectory) -> dict[str, np.ndarray]:
+        """The trajectory's step columns; the first trajectory's allocate the step arrays, later
+        ones must match them."""
         columns = self._columns_of(trajectory)
         if not self._steps:
             self._per_step_keys = tuple(trajectory.per_step or ())
-            self._steps = {name: np.empty((INITIAL_STEP_ROWS, *v.shape[1:]), v.dtype) for name, v in columns.items()}
-            return
+            self._steps = {name: _empty_rows(INITIAL_STEP_ROWS, v) for name, v in columns.items()}
+            return columns
         layout = {name: (v.shape[1:], v.dtype) for name, v in columns.items()}
         expected = {name: (v.shape[1:], v.dtype) for name, v in self._steps.items()}
         if layout != expected:
             raise ValueError(f"a trajectory with columns {layout} does not fit this replay's {expected}")
+        return columns
 
     def _place(self, length: int, live: int) -> int:
         """The first row of a free run of ``length`` rows after the ``live`` newest
@@ -219,7 +221,7 @@ class TrajectoryReplay:
         total = int(lengths.sum())
         size = max(int(GROWTH * (total + length)) + length, INITIAL_STEP_ROWS)
         rows = self._rows_of(slots)
-        moved = {name: np.empty((size, *column.shape[1:]), column.dtype) for name, column in self._steps.items()}
+        moved = {name: _empty_rows(size, column) for name, column in self._steps.items()}
         for name, column in self._steps.items():
             moved[name][:total] = column[rows]
         self._starts[slots] = np.cumsum(lengths) - lengths
@@ -263,7 +265,7 @@ class TrajectoryReplay:
             self._lengths[count:] = 0
             self._steps = {}
             for name, values in state["steps"].items():
-                self._steps[name] = np.empty((max(INITIAL_STEP_ROWS, int(GROWTH * len(values))), *values.shape[1:]), values.dtype)
+                self._steps[name] = _empty_rows(max(INITIAL_STEP_ROWS, int(GROWTH * len(values))), values)
                 self._steps[name][: len(values)] = values
             self._per_step_keys = tuple(state["per_step_keys"])
             self._count, self._head = count, state["head"]
@@ -283,6 +285,11 @@ class TrajectoryReplay:
         """The step rows of the trajectories in ``slots``, one slot's after another's."""
         lengths = self._lengths[slots]
         return np.repeat(self._starts[slots], lengths) + _offsets_within(lengths)
+
+
+def _empty_rows(rows: int, like: np.ndarray) -> np.ndarray:
+    """An uninitialized step array of ``rows`` rows shaped and typed as ``like``'s."""
+    return np.empty((rows, *like.shape[1:]), like.dtype)
 
 
 def _offsets_within(lengths: np.ndarray) -> np.ndarray:
