@@ -46,7 +46,7 @@ from synpo_envs.gridworld import BatchedGridWorld
 from synpo_envs.splits import Split
 
 from rllib_synpo.checkpoint_files import atomic_write
-from rllib_synpo.checks import NON_NEGATIVE_NUMBER, POSITIVE_INT, POSITIVE_NUMBER, bad_setting
+from rllib_synpo.checks import LEARNING_RATE, NON_NEGATIVE_NUMBER, POSITIVE_INT, POSITIVE_NUMBER, bad_setting
 from rllib_synpo.config import MODULE_ID, policy_mapping_fn, resolve_split
 from rllib_synpo.optimizers import fused_adam_options
 from rllib_synpo.pair_env import ENV_CONFIG_KEYS, PAIRS_ENV_NAME
@@ -259,6 +259,7 @@ class SynPoPPOConfig(PPOConfig):
             NON_NEGATIVE_NUMBER: (*AUX_LOSSES.values(), "weight_decay", "imitation_kl_coeff"),
             POSITIVE_NUMBER: ("value_lr",),
             POSITIVE_INT: ("load_check_episodes_per_pair", "greedy_episodes_per_pair"),
+            LEARNING_RATE: ("lr",),
         }, quote="`")
         if error:
             self._value_error(error)

@@ -137,6 +137,7 @@ def test_a_corrupted_checkpoint_fails_loudly(imitation_checkpoint, tmp_path):
         ({"optimizer_type": "sgd"}, "`optimizer_type` must be one of"),
         ({"weight_decay": -0.1}, "weight_decay"),
         ({"value_lr": 0}, "`value_lr` must be a number > 0, got 0"),
+        ({"lr": [[0, 2.5e-5], [1000, "1e-05"]]}, r"`lr` must be a number > 0 or a schedule .*write 2.0e-05\), got \[\[0, 2.5e-05\], \[1000, '1e-05'\]\]"),
         ({"imitation_kl_coeff": -1.0}, "`imitation_kl_coeff` must be a number >= 0"),
         ({"load_check_episodes_per_pair": 0}, "load_check_episodes_per_pair"),
         ({"finetune_pairs": "train"}, "`finetune_pairs` must be one of .*got 'train'"),
