@@ -11,6 +11,8 @@ import torch
 from synpo_envs.gridworld import BatchedGridWorld
 from synpo_envs.gridworld.constants import NUM_CELLS
 
+from rllib_synpo.heap import release_free_heap
+
 Pair = tuple[int, int]
 PolicyFn = Callable[[dict[str, np.ndarray]], np.ndarray]
 DEFAULT_MAX_BATCH = 4096  # episodes stepped together (memory: ~3 KB of observation each)
@@ -82,6 +84,9 @@ def evaluate(
         chunk = jobs[start : start + max_batch]
         chunk_seed = seed + chunk_index * max_batch
         _run_chunk(policy, [pairs[j] for j in chunk], chunk, results, chunk_seed, env_kwargs or {}, deterministic)
+    # The chunks' large arrays are free now; without this, a training run's periodic
+    # evaluations grow its heap (rllib_synpo.heap).
+    release_free_heap()
     return results
 
 

@@ -1,0 +1,43 @@
+"""`release_free_heap`: the heap's free pages go back to the operating system."""
+
+from __future__ import annotations
+
+import platform
+
+import numpy as np
+import pytest
+
+from rllib_synpo import heap
+
+GLIBC = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
+CHUNK_BYTES = 100_000  # under glibc's initial mmap threshold (128 KiB): served from the heap
+PIN_BYTES = 2_000  # small, long-lived allocations between the chunks keep the heap from shrinking
+CHUNKS = 2_000  # ~200 MB
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/status") as status:
+        return int(status.read().split("VmRSS:")[1].split()[0]) / 1024
+
+
+@pytest.mark.skipif(not GLIBC, reason="malloc_trim is glibc's")
+def test_release_free_heap_returns_fragmented_free_memory() -> None:
+    chunks, pins = [], []
+    for _ in range(CHUNKS):
+        chunks.append(np.ones(CHUNK_BYTES, np.uint8))  # ones: the pages are touched, so resident
+        pins.append(np.ones(PIN_BYTES, np.uint8))
+    del chunks  # free, but trapped between the pins: the heap keeps it
+    before = _rss_mb()
+    assert heap.release_free_heap() is True
+    after = _rss_mb()
+    assert before - after > 0.5 * CHUNKS * CHUNK_BYTES / 2**20, (before, after)
+    del pins
+
+
+def test_release_free_heap_is_a_no_op_without_glibc(monkeypatch) -> None:
+    heap._malloc_trim.cache_clear()
+    monkeypatch.setattr(heap.platform, "libc_ver", lambda: ("musl", "1.2"))
+    try:
+        assert heap.release_free_heap() is False
+    finally:
+        heap._malloc_trim.cache_clear()
