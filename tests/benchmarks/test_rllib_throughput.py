@@ -7,14 +7,8 @@ from benchmarks.rllib_throughput import main
 from tests.rllib.conftest import TINY_MODEL
 
 
-def test_prints_rllib_and_ray_free_rates(tmp_path, capsys):
-    experiment = tmp_path / "tiny.yaml"
-    config = {
-        "seed": 1, "states_per_update": 16, "updates_per_iteration": 2, "warmup_trajectories": 4,
-        "model_config": TINY_MODEL, "env_config": {"num_slots": 4, "gridworld": {"max_steps": 60}},
-    }
-    experiment.write_text(yaml.safe_dump({"tiny": {"run": "SynPo", "env": "synpo_pairs", "config": config}}))
-    assert main(["--experiment", str(experiment), "--seconds", "0.5", "--threads", "1"]) == 0
+def test_prints_rllib_and_ray_free_rates(tiny_experiment, capsys):
+    assert main(["--experiment", str(tiny_experiment), "--seconds", "0.5", "--threads", "1"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].split()[:2] == ["threads", "rllib"]
     threads, trained, collected, share, direct, ratio = lines[2].replace(",", "").split()

@@ -1,20 +1,12 @@
 """The training-memory benchmark on a tiny experiment: a row per evaluation, both modes."""
 
 import pytest
-import yaml
 
 from benchmarks.training_memory import main
-from tests.rllib.conftest import TINY_MODEL
 
 
-def test_prints_memory_with_the_heap_released_and_kept(tmp_path, capsys):
-    experiment = tmp_path / "tiny.yaml"
-    config = {
-        "seed": 1, "states_per_update": 16, "updates_per_iteration": 2, "warmup_trajectories": 4,
-        "model_config": TINY_MODEL, "env_config": {"num_slots": 4, "gridworld": {"max_steps": 60}},
-    }
-    experiment.write_text(yaml.safe_dump({"tiny": {"run": "SynPo", "env": "synpo_pairs", "config": config}}))
-    assert main(["--experiment", str(experiment), "--iterations", "4", "--every", "2", "--threads", "1"]) == 0
+def test_prints_memory_with_the_heap_released_and_kept(tiny_experiment, capsys):
+    assert main(["--experiment", str(tiny_experiment), "--iterations", "4", "--every", "2", "--threads", "1"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].split()[:2] == ["iteration", "rss"]
     assert [line.split()[0] for line in lines[2:]] == ["2", "4"]
