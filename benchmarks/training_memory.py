@@ -7,7 +7,8 @@ process, in one run.
 
 The experiment's `SynPo` is trained in a plain `algo.train()` loop (no Tune) with
 ``algo.evaluate()`` every ``--every`` iterations; after each evaluation the process's resident
-memory and the mean seconds of the iterations since the last evaluation are printed for both.
+memory (Linux's /proc) and the mean seconds of the iterations since the last evaluation are
+printed for both.
 """
 
 from __future__ import annotations

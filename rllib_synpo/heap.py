@@ -1,9 +1,9 @@
 """Returning the free memory of the C heap to the operating system.
 
 An evaluation steps thousands of episodes at once, and its large temporary arrays, once freed,
-raise glibc's threshold for serving allocations from their own memory maps (up to 32 MB). Every
-tensor of the training that follows then comes from the heap, between long-lived allocations,
-and the heap's free space grows with every evaluation: in the tuned example's training with an
+raise glibc's threshold for serving allocations from their own memory maps (up to 32 MB). The
+training's arrays and tensors below it then come from the heap, between long-lived
+allocations, and the heap's free space grows with every evaluation: in the tuned example's training with an
 evaluation every 100 iterations, the process's resident memory reached 2.10 GB by iteration 800
 without `release_free_heap` after each evaluation, 1.39 GB with it
 (`benchmarks/training_memory.py`; results/learning_efficiency.md, "Memory of a long run").

@@ -16,6 +16,6 @@ def test_prints_memory_with_the_heap_released_and_kept(tiny_experiment, capsys):
         assert abs(float(ratio) - float(released) / float(kept)) < 0.01
 
 
-def test_bad_intervals_are_refused(tmp_path):
+def test_bad_intervals_are_refused():
     with pytest.raises(SystemExit, match="--every 5 --iterations 4"):
         main(["--iterations", "4", "--every", "5"])
