@@ -36,11 +36,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _rss_mb() -> float:
-    with open("/proc/self/status") as status:
-        return int(status.read().split("VmRSS:")[1].split()[0]) / 1024
-
-
 def run_mode(args: argparse.Namespace) -> None:
     """The child process: trains, evaluates every ``args.every`` iterations, prints a JSON line
     after each evaluation."""
@@ -48,6 +43,7 @@ def run_mode(args: argparse.Namespace) -> None:
     import torch
 
     from rllib_synpo import evaluation
+    from rllib_synpo.heap import resident_memory_mb
 
     if args.mode == "kept":
         evaluation.release_free_heap = lambda: False
@@ -61,7 +57,7 @@ def run_mode(args: argparse.Namespace) -> None:
         seconds += time.perf_counter() - start
         if iteration % args.every == 0:
             algo.evaluate()
-            print(json.dumps({"iteration": iteration, "rss_mb": _rss_mb(), "seconds": seconds / args.every}), flush=True)
+            print(json.dumps({"iteration": iteration, "rss_mb": resident_memory_mb(), "seconds": seconds / args.every}), flush=True)
             seconds = 0.0
     algo.stop()
     ray.shutdown()

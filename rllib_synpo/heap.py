@@ -27,9 +27,15 @@ def _malloc_trim():
 
 def release_free_heap() -> bool:
     """Gives the heap's free pages back to the operating system (glibc's ``malloc_trim(0)``,
-    ~10-30 ms for a training run's heap); whether the C library offers it (elsewhere a no-op)."""
+    8-33 ms for a training run's heap); whether the C library offers it (elsewhere a no-op)."""
     trim = _malloc_trim()
     if trim is None:
         return False
     trim(0)
     return True
+
+
+def resident_memory_mb() -> float:
+    """This process's resident memory (RSS) in MiB, from Linux's /proc."""
+    with open("/proc/self/status") as status:
+        return int(status.read().split("VmRSS:")[1].split()[0]) / 1024

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import platform
 import subprocess
 import sys
 
@@ -11,7 +10,6 @@ import pytest
 
 from rllib_synpo import heap
 
-GLIBC = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
 CHUNK_BYTES = 100_000  # under glibc's initial mmap threshold (128 KiB): served from the heap
 PIN_BYTES = 2_000  # small, long-lived allocations between the chunks keep the heap from shrinking
 CHUNKS = 2_000  # ~200 MB
@@ -21,24 +19,20 @@ CHUNKS = 2_000  # ~200 MB
 FRAGMENT_AND_RELEASE = f"""
 import json
 import numpy as np
-from rllib_synpo.heap import release_free_heap
-
-def rss_mb():
-    with open("/proc/self/status") as status:
-        return int(status.read().split("VmRSS:")[1].split()[0]) / 1024
+from rllib_synpo.heap import release_free_heap, resident_memory_mb
 
 chunks, pins = [], []
 for _ in range({CHUNKS}):
     chunks.append(np.ones({CHUNK_BYTES}, np.uint8))  # ones: the pages are touched, so resident
     pins.append(np.ones({PIN_BYTES}, np.uint8))
 del chunks  # free, but trapped between the pins: the heap keeps it
-freed = rss_mb()
+freed = resident_memory_mb()
 released = release_free_heap()
-print(json.dumps({{"freed": freed, "after": rss_mb(), "released": released}}))
+print(json.dumps({{"freed": freed, "after": resident_memory_mb(), "released": released}}))
 """
 
 
-@pytest.mark.skipif(not GLIBC, reason="malloc_trim is glibc's")
+@pytest.mark.skipif(heap._malloc_trim() is None, reason="malloc_trim is glibc's")
 def test_release_free_heap_returns_fragmented_free_memory() -> None:
     out = subprocess.run([sys.executable, "-c", FRAGMENT_AND_RELEASE], check=True, capture_output=True, text=True).stdout
     result = json.loads(out)
