@@ -1,10 +1,11 @@
 """States per second through RLlib's `SynPo` (the env runner's expert episodes, the trajectory
 replay, the learner's updates) for a tuned example, against its Ray-free twin
 (`rllib_synpo.budgeted.best_recipe` driven by `DirectImitation`) measured in the same run, for
-each torch thread count.
+each torch thread count (and, with ``--updates-per-iteration``, for each number of learner
+updates per collection instead of the experiment's own).
 
     python benchmarks/rllib_throughput.py [--experiment tuned_examples/synpo_gridworld.yaml] \
-        [--seconds 60] [--threads 1 2]
+        [--seconds 60] [--threads 1 2] [--updates-per-iteration 8 16]
 
 In a Ray Tune trial the algorithm's process has ``num_cpus_for_main_process`` torch threads (Ray
 sets OMP_NUM_THREADS to the CPUs it assigns); here the thread count is set directly. Periodic
@@ -29,6 +30,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--experiment", default=str(DEFAULT_EXPERIMENT), help="an experiment file with one SynPo experiment")
     parser.add_argument("--seconds", type=float, default=60.0, help="timed training per measurement")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="torch thread counts to measure")
+    parser.add_argument(
+        "--updates-per-iteration", type=int, nargs="+", metavar="N", help="learner updates per collection to measure (default: the experiment's)"
+    )
     return parser
 
 
@@ -104,20 +108,24 @@ def main(argv: list[str] | None = None) -> int:
     config = synpo_config(args.experiment)
     if config.states_per_update is None:
         raise SystemExit(f"{args.experiment}: set states_per_update (the Ray-free twin trains on independent states)")
+    updates = args.updates_per_iteration or [config.updates_per_iteration]
+    if min(updates) < 1:
+        raise SystemExit(f"--updates-per-iteration must be >= 1, got {min(updates)}")
     started = not ray.is_initialized()
     if started:
         ray.init(address="local", num_cpus=max(args.threads), include_dashboard=False, log_to_driver=False)
     print(f"{Path(args.experiment).name}: {args.seconds:.0f} s per measurement, the replay full, precision {config.precision}")
-    print("threads  rllib trained/s  collected/s  collecting  ray-free trained/s  rllib/ray-free")
+    print("threads  updates  rllib trained/s  collected/s  collecting  ray-free trained/s  rllib/ray-free")
     for threads in args.threads:
         torch.set_num_threads(threads)
-        rllib = measure_rllib(config, args.seconds)
         direct = measure_direct(args.seconds, config.precision)
-        print(
-            f"{threads:7d}  {rllib['trained']:15,.0f}  {rllib['collected']:11,.0f}  {rllib['collect_share']:10.0%}"
-            f"  {direct:18,.0f}  {rllib['trained'] / direct:14.2f}",
-            flush=True,
-        )
+        for count in updates:
+            rllib = measure_rllib(config.copy(copy_frozen=False).training(updates_per_iteration=count), args.seconds)
+            print(
+                f"{threads:7d}  {count:7d}  {rllib['trained']:15,.0f}  {rllib['collected']:11,.0f}  {rllib['collect_share']:10.0%}"
+                f"  {direct:18,.0f}  {rllib['trained'] / direct:14.2f}",
+                flush=True,
+            )
     if started:
         ray.shutdown()
     return 0
