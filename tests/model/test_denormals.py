@@ -1,0 +1,36 @@
+"""Importing rllib_synpo switches every torch thread started afterwards to flush-to-zero."""
+
+import subprocess
+import sys
+
+import pytest
+
+# Denormal inputs to an elementwise product large enough for torch to split it between threads:
+# how many products stay non-zero.
+NONZERO_PRODUCTS = (
+    "import torch; torch.set_num_threads(2); {imports}"
+    "x = torch.full((1 << 20,), 1e-39); print(int((x * 1.0).count_nonzero()))"
+)
+
+
+def _run(code: str) -> int:
+    return int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+
+
+def _nonzero_products(imports: str) -> int:
+    return _run(NONZERO_PRODUCTS.format(imports=imports))
+
+
+@pytest.fixture(scope="module")
+def cpu_flushes():
+    # Asked in a fresh interpreter: setting it here would change this process's mode.
+    if _run("import torch; print(int(torch.set_flush_denormal(True)))") == 0:
+        pytest.skip("this CPU has no flush-to-zero mode")
+
+
+def test_denormals_survive_without_the_package(cpu_flushes):
+    assert _nonzero_products("") == 1 << 20
+
+
+def test_importing_the_package_flushes_denormals_in_every_thread(cpu_flushes):
+    assert _nonzero_products("import rllib_synpo; ") == 0
