@@ -4,13 +4,15 @@ read and written as zero.
 Weight decay drives the weights of hidden units that no longer learn (most of the coefficient
 MLPs' units) towards zero, into the denormal range, where x86 CPUs compute every operation on
 them many times more slowly. After the tuned example's hour on an Intel Xeon VM, 19% of the
-weights were denormal: a float32 forward pass of 4,096 states took 3.16 s instead of 0.50 s, so
-its final 100-episode evaluation took 966 s (155 s flushed), and a training iteration 1.44 s instead of 1.29 s
-(results/learning_efficiency.md, "Denormal weights"). The mode belongs to each thread, and a new
-thread inherits it from the one that starts it, so `rllib_synpo` sets it when imported: before
-torch starts its OpenMP threads in the processes that run this package's code (the ``rllib``
-command, Tune trials, env runners). Where torch's threads already exist, only the importing
-thread is switched. TensorFlow sets the same mode in its thread pools.
+weights were denormal: a float32 forward pass of 4,096 states took 3.16 s instead of 0.50 s,
+its final 100-episode evaluation 966 s instead of 155 s, and a training iteration 1.44 s
+instead of 1.29 s (results/learning_efficiency.md, "Denormal weights"). The mode belongs to
+each thread, and a new thread inherits it from the one that starts it, so `rllib_synpo` sets
+it when imported: before torch starts its OpenMP threads in the processes that run this
+package's code (the ``rllib`` command, Tune trials, env runners). Threads started earlier may
+keep their mode (one-off script, the same VM: a float32 product of 4,096 x 128 inputs and
+512 x 128 denormal weights took 796 ms unflushed, 448 ms with the mode set after torch's
+threads had started, 8 ms set before). TensorFlow sets the same mode in its thread pools.
 """
 
 from __future__ import annotations

@@ -34,3 +34,4 @@ def test_denormals_survive_without_the_package(cpu_flushes):
 
 def test_importing_the_package_flushes_denormals_in_every_thread(cpu_flushes):
     assert _nonzero_products("import rllib_synpo; ") == 0
+
