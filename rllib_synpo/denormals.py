@@ -3,10 +3,11 @@ read and written as zero.
 
 Weight decay drives the weights of hidden units that no longer learn (most of the coefficient
 MLPs' units) towards zero, into the denormal range, where x86 CPUs compute every operation on
-them many times more slowly. After the tuned example's hour on an Intel Xeon VM, 19% of the
-weights were denormal: a float32 forward pass of 4,096 states took 3.16 s instead of 0.50 s,
-its final 100-episode evaluation 966 s instead of 155 s, and a training iteration 1.44 s
-instead of 1.29 s (results/learning_efficiency.md, "Denormal weights"). The mode belongs to
+them many times more slowly. After an hour of the tuned example (at 16 updates per
+collection) on an Intel Xeon VM, 19% of the weights were denormal: a float32 forward pass of
+4,096 states took 3.16 s instead of 0.50 s, its final 100-episode evaluation 966 s instead of
+155 s, and a training iteration of 16 updates 1.44 s instead of 1.29 s
+(results/learning_efficiency.md, "Denormal weights"). The mode belongs to
 each thread, and a new thread inherits it from the one that starts it, so `rllib_synpo` sets
 it when imported: before torch starts its OpenMP threads in the processes that run this
 package's code (the ``rllib`` command, Tune trials, env runners). Threads started earlier may
