@@ -71,7 +71,9 @@ class SynPo(Algorithm):
         def collect(runner) -> tuple:
             # get_metrics() also releases the episodes the runner keeps for its metrics (without
             # it they pile up: ~4 MB an iteration at 32 pair slots).
-            return collect_trajectories(runner, episodes, layout), runner.get_metrics()
+            sample = getattr(runner, "sample_trajectories", None)  # ExpertEnvRunner's array path
+            trajectories = sample(episodes, layout) if sample else collect_trajectories(runner, episodes, layout)
+            return trajectories, runner.get_metrics()
 
         if self.env_runner_group.num_remote_env_runners() > 0:
             results = self.env_runner_group.foreach_env_runner(collect, local_env_runner=False)

@@ -25,6 +25,9 @@ from synpo_envs.gridworld import BatchedGridWorld
 from synpo_envs.gridworld.constants import NUM_ACTIONS, NUM_TASKS
 from synpo_envs.gridworld.mazes import resolve_mazes
 
+from rllib_synpo.replay import Trajectory
+from rllib_synpo.trajectories import FrameLayout
+
 PAIRS_ENV_NAME = "synpo_pairs"  # the name it is registered under with Ray Tune
 BEHAVIOURS = ("expert", "policy")
 ENV_CONFIG_KEYS = {"num_slots", "pairs", "behaviour", "expert_epsilon", "seed", "gridworld", "relabel"}
@@ -98,17 +101,7 @@ class SynPoPairsEnv(MultiAgentEnv):
         """Seeds the pair slots the first time a seed is given (or from ``env_config["seed"]``);
         the same seed given again continues the streams instead of replaying them, because
         RLlib's env runner re-sends its seed at every ``sample(num_episodes=...)``."""
-        if seed is None and self._seed is not None:
-            seed, self._seed = self._seed, None
-        if seed is not None and seed == self._last_seed:
-            seed = None
-        if seed is not None:
-            self._last_seed = seed
-        self._obs, info = self.batched.reset(seed=seed, options=options)
-        if seed is not None:
-            self._rng = np.random.default_rng([seed, len(self.agents)])
-        self._expert = info["expert_action"]
-        self._active[:] = True
+        self._reset_slots(seed, options)
         infos = {a: {"expert_action": int(self._expert[i])} for i, a in enumerate(self.agents)}
         self._add_task_labels(infos, range(len(self.agents)))
         return self._agent_obs(np.arange(len(self.agents))), infos
@@ -123,10 +116,7 @@ class SynPoPairsEnv(MultiAgentEnv):
                     raise ValueError(f"no action for active agent {agent!r}")
                 actions[i] = int(action_dict[agent])
         if self.behaviour == "expert":
-            actions = self._expert.copy()
-            if self.epsilon > 0:
-                noisy = self._rng.random(len(actions)) < self.epsilon
-                actions[noisy] = self._rng.integers(NUM_ACTIONS, size=int(noisy.sum()))
+            actions = self._perturbed_expert_actions()
         self._obs, reward, terminated, truncated, info = self.batched.step(actions)
         self._expert = info["expert_action"]
         obs, rewards, terms, truncs, infos = {}, {}, {}, {}, {}
@@ -148,14 +138,83 @@ class SynPoPairsEnv(MultiAgentEnv):
         truncs["__all__"] = False
         return obs, rewards, terms, truncs, infos
 
+    def play_expert_episode(self, layout: FrameLayout, seed: int | None = None) -> list[Trajectory]:
+        """One multi-agent episode in expert behaviour, as ``reset(seed=seed)`` and ``step`` play
+        it (the same random draws, so the same records RLlib's env runner makes of them), but
+        stepped without per-agent dicts: one `Trajectory` per slot, cut to ``layout``."""
+        if self.behaviour != "expert":
+            raise ValueError(f"play_expert_episode needs behaviour 'expert', this env's is {self.behaviour!r}")
+        self._reset_slots(seed, None)
+        kept = (layout.key, *layout.per_step)
+        columns: dict[str, list[np.ndarray]] = {key: [] for key in kept}
+        expert, executed, rewards, labels = [], [], [], []
+        lengths = np.zeros(len(self.agents), np.int64)
+        pairs = self._obs["env_id"].copy(), self._obs["task_id"].copy()
+        while self._active.any():
+            columns[layout.key].append(self._obs[layout.key][:, -layout.channels :].astype(layout.dtype))
+            for key in layout.per_step:
+                columns[key].append(self._obs[key])
+            expert.append(self._expert)
+            if self.relabel:
+                labels.append(self._task_labels())
+            actions = self._perturbed_expert_actions()
+            self._obs, reward, terminated, truncated, info = self.batched.step(actions)
+            self._expert = info["expert_action"]
+            executed.append(actions)
+            rewards.append(reward)
+            lengths += self._active
+            self._active &= ~(terminated | truncated)
+        steps = {key: np.stack(values, axis=1) for key, values in columns.items()}  # (slot, step, ...)
+        expert_actions, actions, reward = (np.stack(v, axis=1) for v in (expert, executed, rewards))
+        task_labels = np.stack(labels, axis=1) if self.relabel else None
+        return [
+            Trajectory(
+                frames=np.ascontiguousarray(steps[layout.key][i, :n]),
+                env_id=int(pairs[0][i]),
+                task_id=int(pairs[1][i]),
+                expert_action=expert_actions[i, :n].astype(np.int8),
+                action=actions[i, :n].astype(np.int8),
+                reward=reward[i, :n].astype(np.float32),
+                task_labels=None if task_labels is None else task_labels[i, :n].copy(),
+                per_step={key: steps[key][i, :n].astype(np.int64) for key in layout.per_step} or None,
+            )
+            for i, n in enumerate(lengths)
+        ]
+
     def _add_task_labels(self, infos: dict, rows) -> None:
         if not self.relabel:
             return
-        state = self.batched.state
-        labels, possible = self.batched.grid_spec.task_expert_actions(state.env_id, state.agent, state.treasures)
-        labels = np.where(possible & self._labelled[state.env_id], labels, -1).astype(np.int8)
+        labels = self._task_labels()
         for i in rows:
             infos[self.agents[i]]["task_labels"] = labels[i]
+
+    def _task_labels(self) -> np.ndarray:
+        """(num_slots, num_tasks) int8: every configured task's expert action at each slot's
+        current state, -1 where the pair is not configured or the state is impossible for it."""
+        state = self.batched.state
+        labels, possible = self.batched.grid_spec.task_expert_actions(state.env_id, state.agent, state.treasures)
+        return np.where(possible & self._labelled[state.env_id], labels, -1).astype(np.int8)
+
+    def _reset_slots(self, seed: int | None, options: dict | None) -> None:
+        if seed is None and self._seed is not None:
+            seed, self._seed = self._seed, None
+        if seed is not None and seed == self._last_seed:
+            seed = None
+        if seed is not None:
+            self._last_seed = seed
+        self._obs, info = self.batched.reset(seed=seed, options=options)
+        if seed is not None:
+            self._rng = np.random.default_rng([seed, len(self.agents)])
+        self._expert = info["expert_action"]
+        self._active[:] = True
+
+    def _perturbed_expert_actions(self) -> np.ndarray:
+        """The expert's actions, each replaced by a random one with probability ``epsilon``."""
+        actions = self._expert.copy()
+        if self.epsilon > 0:
+            noisy = self._rng.random(len(actions)) < self.epsilon
+            actions[noisy] = self._rng.integers(NUM_ACTIONS, size=int(noisy.sum()))
+        return actions
 
     def _agent_obs(self, rows: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
         return {self.agents[i]: {k: v[i] for k, v in self._obs.items()} for i in rows}

@@ -71,6 +71,60 @@ def test_env_runners_count_steps_per_module_not_per_pair_slot(ray_session):
     assert "num_agent_steps_sampled" not in runners
 
 
+def _same_trajectories(first, second) -> bool:
+    fields = ("frames", "expert_action", "action", "reward", "task_labels")
+    return len(first) == len(second) and all(
+        (a.env_id, a.task_id) == (b.env_id, b.task_id)
+        and all(getattr(a, f).dtype == getattr(b, f).dtype and np.array_equal(getattr(a, f), getattr(b, f)) for f in fields)
+        for a, b in zip(first, second)
+    )
+
+
+def test_the_array_path_collects_what_rllibs_sample_collects(ray_session):
+    from rllib_synpo.trajectories import collect_trajectories
+
+    config = tiny_config(relabel_seen_tasks=True, expert_epsilon=0.3)
+    through_rllib, through_arrays = config.build_algo(), config.build_algo()
+    try:
+        assert through_arrays.env_runner._can_play_arrays()
+        layout = through_rllib.layout
+        for episodes in (1, 2, 1):  # the env's streams continue across collections either way
+            expected = collect_trajectories(through_rllib.env_runner, episodes, layout)
+            assert _same_trajectories(through_arrays.env_runner.sample_trajectories(episodes, layout), expected)
+            assert any(t.task_labels is not None and (t.action != t.expert_action).any() for t in expected)
+        rllib_metrics, array_metrics = through_rllib.env_runner.get_metrics(), through_arrays.env_runner.get_metrics()
+    finally:
+        through_rllib.stop(), through_arrays.stop()
+    keys = ("num_env_steps_sampled", "num_episodes_lifetime", "num_module_steps_sampled", "episode_len_mean", "episode_len_max", "agent_steps")
+    for key in keys:
+        assert _peek(array_metrics[key]) == _peek(rllib_metrics[key]), key
+    assert _peek(array_metrics["episode_return_mean"]) == pytest.approx(_peek(rllib_metrics["episode_return_mean"]))
+    assert "num_agent_steps_sampled" not in array_metrics and "num_agent_steps_sampled" not in rllib_metrics
+
+
+def _peek(stats):
+    return {k: _peek(v) for k, v in stats.items()} if isinstance(stats, dict) else stats.peek()
+
+
+def test_episode_callbacks_get_rllibs_episodes(ray_session):
+    from ray.rllib.callbacks.callbacks import RLlibCallback
+
+    ended = []
+
+    class CountEpisodes(RLlibCallback):
+        def on_episode_end(self, *, episode, **kwargs):
+            ended.append(len(episode.agent_episodes))
+
+    for config in (tiny_config().callbacks(CountEpisodes), tiny_config().callbacks(on_episode_end=CountEpisodes().on_episode_end)):
+        algo = config.build_algo()
+        try:
+            assert not algo.env_runner._can_play_arrays()
+            algo.train()
+        finally:
+            algo.stop()
+    assert ended == [4, 4]  # one multi-agent episode of 4 pair slots per collection
+
+
 def test_the_env_runners_module_is_synced_only_where_it_is_read(ray_session):
     algo = tiny_config().build_algo()
     try:
