@@ -13,6 +13,8 @@ one with probability ``expert_epsilon``, whatever the module proposed (imitation
 episode's last observation), and every step's ``executed_action``, the action that was run.
 With ``relabel=True`` infos also carry ``task_labels``: the expert's action at that observation
 for every task (-1 where the pair is not among ``pairs`` or the state is impossible for the task).
+``play_expert_episode`` plays one such episode with whole-array steps and returns its
+trajectories directly (what `ExpertEnvRunner.sample_trajectories` uses).
 """
 
 from __future__ import annotations
