@@ -33,7 +33,7 @@ class ExpertEnvRunner(MultiAgentEnvRunner):
     `sample_trajectories` returns the expert's trajectories directly: where the env can play an
     episode with whole-array steps (`SynPoPairsEnv.play_expert_episode`) it does so and logs
     the metrics RLlib's `sample` logs for it (env/module steps, episodes, episode returns and
-    lengths), without building RLlib's per-agent episode objects (about 4/5 of the collection's
+    lengths), without building RLlib's per-agent episode objects (about 3/4 of the collection's
     time at 32 slots); otherwise, or when user callbacks want those episodes, it samples them
     with RLlib's `sample`. Both give the same trajectories for the same seed.
 

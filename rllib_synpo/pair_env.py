@@ -45,6 +45,25 @@ def shard_pairs(pairs: list, worker_index: int, num_workers: int) -> list:
     return share or list(pairs)  # more runners than pairs: runners repeat pairs
 
 
+class ResetSeeds:
+    """Which seed a pairs env's ``reset`` applies: its configured seed at the first reset that
+    gives none, and none for a seed it has already applied, because RLlib's env runner re-sends
+    its seed at every ``sample(num_episodes=...)``, which should continue the streams, not
+    replay them."""
+
+    def __init__(self, configured: int | None) -> None:
+        self._configured = configured
+        self._last: int | None = None
+
+    def fresh(self, seed: int | None) -> int | None:
+        if seed is None:
+            seed, self._configured = self._configured, None
+        if seed is None or seed == self._last:
+            return None
+        self._last = seed
+        return seed
+
+
 class PairEnvOptions(NamedTuple):
     config: dict
     worker_index: int
@@ -92,12 +111,12 @@ class SynPoPairsEnv(MultiAgentEnv):
         self.observation_spaces = {a: self.batched.single_observation_space for a in self.agents}
         self.action_spaces = {a: self.batched.single_action_space for a in self.agents}
         seed = config.get("seed")
-        self._seed = None if seed is None else int(seed) + SEED_STRIDE * worker_index  # runners differ
+        seed = None if seed is None else int(seed) + SEED_STRIDE * worker_index  # runners differ
+        self._seeds = ResetSeeds(seed)
         self._active = np.zeros(num_slots, bool)
         self._obs: dict[str, np.ndarray] = {}
         self._expert = np.zeros(num_slots, np.int64)
-        self._rng = np.random.default_rng(self._seed)
-        self._last_seed: int | None = None
+        self._rng = np.random.default_rng(seed)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         """Seeds the pair slots the first time a seed is given (or from ``env_config["seed"]``);
@@ -198,12 +217,7 @@ class SynPoPairsEnv(MultiAgentEnv):
         return np.where(possible & self._labelled[state.env_id], labels, -1).astype(np.int8)
 
     def _reset_slots(self, seed: int | None, options: dict | None) -> None:
-        if seed is None and self._seed is not None:
-            seed, self._seed = self._seed, None
-        if seed is not None and seed == self._last_seed:
-            seed = None
-        if seed is not None:
-            self._last_seed = seed
+        seed = self._seeds.fresh(seed)
         self._obs, info = self.batched.reset(seed=seed, options=options)
         if seed is not None:
             self._rng = np.random.default_rng([seed, len(self.agents)])

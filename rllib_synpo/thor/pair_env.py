@@ -45,7 +45,7 @@ from synpo_envs.thor.constants import (
 )
 from synpo_envs.thor.expert import NoPlanError, ThorExpert
 
-from rllib_synpo.pair_env import SEED_STRIDE, pair_env_options, shard_pairs
+from rllib_synpo.pair_env import SEED_STRIDE, ResetSeeds, pair_env_options, shard_pairs
 from rllib_synpo.trajectories import FrameLayout
 
 THOR_PAIRS_ENV_NAME = "synpo_thor_pairs"  # the name it is registered under with Ray Tune
@@ -109,9 +109,9 @@ class ThorPairsEnv(MultiAgentEnv):
         self.observation_spaces = {a: env.observation_space for a, env in zip(self.agents, self.kitchens)}
         self.action_spaces = {a: env.action_space for a, env in zip(self.agents, self.kitchens)}
         seed = config.get("seed")
-        self._seed = None if seed is None else int(seed) + SEED_STRIDE * worker_index  # runners differ
-        self._last_seed: int | None = None
-        self._rng = np.random.default_rng(self._seed)
+        seed = None if seed is None else int(seed) + SEED_STRIDE * worker_index  # runners differ
+        self._seeds = ResetSeeds(seed)
+        self._rng = np.random.default_rng(seed)
         self._active = np.zeros(num_slots, bool)
         self._expert = np.full(num_slots, NO_LABEL, np.int64)
 
@@ -120,12 +120,8 @@ class ThorPairsEnv(MultiAgentEnv):
         same seed again continues the streams (RLlib re-sends its seed at every sample)."""
         if options:
             raise ValueError(f"ThorPairsEnv.reset takes no options, got {sorted(options)}")
-        if seed is None and self._seed is not None:
-            seed, self._seed = self._seed, None
-        if seed is not None and seed == self._last_seed:
-            seed = None
+        seed = self._seeds.fresh(seed)
         if seed is not None:
-            self._last_seed = seed
             self._rng = np.random.default_rng([seed, len(self.agents)])
         obs, infos = {}, {}
         for i, agent in enumerate(self.agents):
