@@ -78,6 +78,7 @@ class ExpertEnvRunner(MultiAgentEnvRunner):
         env_steps = max(len(t) for t in trajectories)  # the episode ends with its longest slot
         agent_steps = sum(len(t) for t in trajectories)
         returns = {agent: float(t.reward.sum()) for agent, t in zip(agents, trajectories)}
+        episode_return = sum(returns.values())
         self.metrics.log_value(NUM_ENV_STEPS_SAMPLED, env_steps, reduce="sum")
         self.metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, env_steps, reduce="lifetime_sum", with_throughput=True)
         self.metrics.log_value(NUM_EPISODES, 1, reduce="sum")
@@ -86,10 +87,10 @@ class ExpertEnvRunner(MultiAgentEnvRunner):
         self._log_env_steps(metric=self._metrics_num_env_steps_sampled, num_steps=env_steps)
         self._log_episode_metrics(
             env_steps,
-            sum(returns.values()),
+            episode_return,
             seconds,
             returns,
-            {module_id: sum(returns.values())},
+            {module_id: episode_return},
             {agent: len(t) for agent, t in zip(agents, trajectories)},
         )
 

@@ -166,8 +166,7 @@ class SynPoPairsEnv(MultiAgentEnv):
         if self.behaviour != "expert":
             raise ValueError(f"play_expert_episode needs behaviour 'expert', this env's is {self.behaviour!r}")
         self._reset_slots(seed, None)
-        kept = (layout.key, *layout.per_step)
-        columns: dict[str, list[np.ndarray]] = {key: [] for key in kept}
+        columns: dict[str, list[np.ndarray]] = {key: [] for key in (layout.key, *layout.per_step)}
         expert, executed, rewards, labels = [], [], [], []
         lengths = np.zeros(len(self.agents), np.int64)
         pairs = self._obs["env_id"].copy(), self._obs["task_id"].copy()
