@@ -7,7 +7,10 @@
     python -m rllib_synpo.reproduce ratio        # SynPo vs fraction of seen pairs, 10 x 10
     python -m rllib_synpo.reproduce convergence  # AvgSR over training, mean ± std over seeds
 
-Every run trains for ``--minutes-per-run`` minutes (training time; evaluation comes on top)
+Every run trains for ``--minutes-per-run`` minutes (training time; evaluation comes on top;
+``--jobs`` runs side by side, each in its own process with ``--threads`` torch threads: by
+default one thread per run and as many runs as CPU cores, the most states per second a CPU
+gives: on 2 cores table1's 15 runs are 8 rounds of 60 training minutes)
 with the project's best recipe (`rllib_synpo.budgeted.best_recipe`: relabelled seen tasks,
 compact encoder with BatchNorm, 1024-d state feature, the paper's loss weights, unit-length embeddings into
 the coefficient functions and Adam weight decay 1e-4, cosine learning rate over the budget)
@@ -39,7 +42,7 @@ from synpo_envs.gridworld.constants import (
 from synpo_envs.splits import Split, SplitError, random_split, ratio_split
 
 from rllib_synpo.budgeted import Budget, best_recipe
-from rllib_synpo.direct import available_device
+from rllib_synpo.direct import DirectConfig, available_device
 from rllib_synpo.networks import NETWORKS
 from rllib_synpo.paper_numbers import BLIND, DISPLAY_NAMES, TABLE1
 from rllib_synpo.precision import PRECISIONS
@@ -58,6 +61,7 @@ from rllib_synpo.study_runs import (
     cpu_model,
     format_duration,
     load_result,
+    cpu_cores,
     run_study,
 )
 
@@ -65,7 +69,10 @@ TABLE1_METHODS = ("sf", "modulenet", "mlp", "mtl", "synpo")  # the paper's colum
 BLIND_METHODS = ("mlp", "mtl", "synpo")
 BLIND_WINDOW = 0
 DEFAULT_SEEDS = (0, 1, 2)
-DEFAULT_MINUTES = 100.0
+# One night on a 2-core CPU: table1's 15 runs two at a time (one torch thread each) are 8
+# rounds of 60 training minutes plus ~4 of evaluation.
+DEFAULT_MINUTES = 60.0
+INTERRUPTED = 130  # the shell's exit status for Ctrl-C
 EVALS_PER_RUN = 10  # periodic evaluations per run unless --eval-minutes is given
 RATIO_FRACTIONS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 # Ablation variants: name suffix -> (label, l2 environment, l3 task disentanglement weight or None
@@ -101,11 +108,15 @@ def _common(p: argparse.ArgumentParser, methods: Sequence[str] | None) -> None:
                    help=f"training minutes between evaluations (default: budget / {EVALS_PER_RUN})")
     p.add_argument("--out", default="results/gridworld", help="folder of the runs; tables and figures go beside it")
     p.add_argument("--split-seed", type=int, default=0, help="seed of the seen/unseen split")
-    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    p.add_argument("--jobs", type=int, default=None,
+                   help="runs trained side by side, each in its own process (default: one per torch thread's worth of "
+                        "CPU cores, i.e. cores / --threads, on a CPU; one on a GPU)")
+    p.add_argument("--threads", type=int, default=0, help="torch threads per run (0: the CPU cores shared out among the --jobs)")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", help="torch device (default: the GPU where there is one)")
     d = best_recipe()
-    p.add_argument("--precision", choices=PRECISIONS, default=d.precision,
-                   help="training forward pass (rllib_synpo.precision): bfloat16 about halves an update's time on CPUs with native bfloat16")
+    p.add_argument("--precision", choices=PRECISIONS, default="auto",
+                   help="training forward pass (rllib_synpo.precision); the default, auto, is bfloat16 where the device "
+                        "computes it natively (about half an update's time on such CPUs), else float32")
     small = p.add_argument_group("scale (smaller values for smoke tests only)")
     small.add_argument("--num-collectors", type=int, default=d.num_collectors)
     small.add_argument("--batch-size", type=int, default=d.batch_size)
@@ -149,6 +160,8 @@ def validate(args: argparse.Namespace) -> None:
         raise StudyError(f"--replay-capacity ({args.replay_capacity}) must exceed --num-collectors ({args.num_collectors})")
     if args.warmup_states < 0 or args.threads < 0:
         raise StudyError(f"--warmup-states and --threads must be >= 0, got {args.warmup_states} and {args.threads}")
+    if args.jobs is not None and args.jobs < 1:
+        raise StudyError(f"--jobs must be >= 1, got {args.jobs}")
     try:
         available_device(args.device)
     except ValueError as error:
@@ -159,6 +172,15 @@ def validate(args: argparse.Namespace) -> None:
 
 
 # --- the studies' runs --------------------------------------------------------------------
+
+
+def default_jobs(args: argparse.Namespace) -> int:
+    """--jobs, else one run per ``--threads`` (1 if 0) of the CPU cores; one run on a GPU."""
+    if args.jobs is not None:
+        return args.jobs
+    if torch.device(args.device).type != "cpu":
+        return 1
+    return max(1, cpu_cores() // (args.threads or 1))
 
 
 def _budget(args: argparse.Namespace) -> Budget:
@@ -230,6 +252,9 @@ class Context:
     def setup(self, results: Sequence[dict], extra: Sequence[str] = ()) -> list[str]:
         args = self.args
         threads = sorted({r["torch_threads"] for r in results})
+        side_by_side = sorted({str(r.get("runs_side_by_side", "not recorded")) for r in results})
+        # Results from before "precision" was recorded ran their config's, float32 if it had none.
+        precisions = sorted({r.get("precision") or r["settings"]["config"].get("precision", DirectConfig.precision) for r in results})
         cpus = sorted({r["cpu"] for r in results}) or [cpu_model()]
         gpus = sorted({r["device"] for r in results if r.get("device", r["cpu"]) != r["cpu"]})
         wall = sum(r["wall_seconds"] for r in results)
@@ -241,11 +266,12 @@ class Context:
             f"l1 {d.l1:g} l2 {d.l2:g} l3 {d.l3:g}, coefficient options {d.network_kwargs} for SynPo and MTL, Adam lr {d.lr:g} "
             f"with weight decay {d.weight_decay:g} and a cosine schedule over the budget), "
             f"{args.num_collectors} collectors, batches of {args.batch_size}, max {args.max_steps} steps, "
-            f"forward pass in {args.precision}",
+            f"forward pass in {', '.join(precisions) or args.precision}",
             f"- minutes per run: {args.minutes_per_run:g} (training; evaluation excluded); final evaluation "
             f"{args.final_episodes} episodes per pair (greedy)",
-            f"- hardware: {', '.join(cpus)}{''.join(f', GPU {gpu}' for gpu in gpus)}; torch threads {', '.join(map(str, threads)) or torch.get_num_threads()}",
-            f"- total wall time: {format_duration(wall)} over {len(results)} runs (this invocation "
+            f"- hardware: {', '.join(cpus)}{''.join(f', GPU {gpu}' for gpu in gpus)}; torch threads per run "
+            f"{', '.join(map(str, threads)) or torch.get_num_threads()}; runs side by side {', '.join(side_by_side) or 1}",
+            f"- wall time: {format_duration(wall)} summed over {len(results)} runs (this invocation "
             f"{format_duration(time.perf_counter() - self.started)}; skipped runs reuse stored results)",
             "- mean ± std over seeds (population std); the paper's numbers: NeurIPS 2018 supplement, 3 seeds, 100 episodes per pair",
             *extra,
@@ -345,13 +371,14 @@ def main(argv: list[str] | None = None) -> int:
         specs = make_runs(args)
     except (StudyError, SplitError) as err:
         return _fail(str(err))
-    if args.threads:
-        torch.set_num_threads(args.threads)
     ctx = Context(args, Path(args.out), shlex.join(["python", "-m", "rllib_synpo.reproduce", *argv]), time.perf_counter())
     try:
-        results = run_study(specs, ctx.folder)
+        results = run_study(specs, ctx.folder, jobs=default_jobs(args), threads=args.threads)
     except StudyError as err:
         return _fail(str(err))
+    except KeyboardInterrupt:
+        print(f"interrupted: the finished runs are stored under {ctx.folder}; the same command resumes", file=sys.stderr)
+        return INTERRUPTED
     for path in report(ctx, specs, results):
         print(f"wrote {path}", flush=True)
     return 0

@@ -2,14 +2,19 @@
 `rllib_synpo.budgeted.train_for_budget` and written under the study's output folder as
 ``<name>.csv`` / ``.png`` (curve), ``.pt`` (weights) and ``<name>.json`` (the result, written
 last). A run whose result JSON exists is skipped, so an interrupted study resumes where it
-stopped; a result made with other settings is an error rather than silently reused."""
+stopped; a result made with other settings is an error rather than silently reused. Runs may
+train side by side, each in its own process."""
 
 from __future__ import annotations
 
 import json
+import math
+import multiprocessing
+import os
 import platform
 import time
 from collections.abc import Sequence
+from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -110,13 +115,16 @@ def check_results(specs: Sequence[RunSpec], folder: Path) -> None:
 class Progress:
     """Progress lines: which run, training minute, current AvgSR and the estimated time left."""
 
-    def __init__(self, specs: Sequence[RunSpec], pending: int) -> None:
-        self.total, self.pending = len(specs), pending
+    def __init__(self, total: int) -> None:
+        self.total = total
         self.finished_walls: list[float] = []
-        self.index, self.spec, self.run_start, self.last_row = 0, None, 0.0, None
+        self.index, self.spec, self.run_start, self.last_row, self.rounds_after = 0, None, 0.0, None, 0
 
-    def start(self, index: int, spec: RunSpec) -> None:
+    def start(self, index: int, spec: RunSpec, rounds_after: int) -> None:
+        """``rounds_after``: how many more rounds of runs (runs side by side make one round)
+        will follow the one this run is in."""
         self.index, self.spec, self.run_start, self.last_row = index, spec, time.perf_counter(), None
+        self.rounds_after = rounds_after
         print(f"[run {index}/{self.total}] {spec.name}: training {spec.budget.minutes:g} min", flush=True)
 
     def skip(self, index: int, spec: RunSpec) -> None:
@@ -131,7 +139,6 @@ class Progress:
 
     def finish(self) -> None:
         self.finished_walls.append(time.perf_counter() - self.run_start)
-        self.pending -= 1
 
     def _line(self, train_seconds: float, what: str) -> None:
         row = self.last_row
@@ -149,8 +156,8 @@ class Progress:
 
     def seconds_left(self, train_seconds: float) -> float:
         """This run's remaining wall time (evaluation overhead scaled from what it has cost so
-        far, the final evaluation from the last periodic one) plus the runs still to go (each
-        like the finished ones, else like this one)."""
+        far, the final evaluation from the last periodic one) plus the rounds still to go (each
+        round like the finished runs, else like this one)."""
         budget = self.spec.budget
         wall = time.perf_counter() - self.run_start
         total_train = budget.minutes * 60
@@ -159,7 +166,7 @@ class Progress:
         if row is not None and row["episodes_per_pair"] == budget.eval_episodes:
             this_run += row["eval_seconds"] * budget.final_episodes / budget.eval_episodes
         later = sum(self.finished_walls) / len(self.finished_walls) if self.finished_walls else this_run
-        return max(this_run - wall, 0.0) + (self.pending - 1) * later
+        return max(this_run - wall, 0.0) + self.rounds_after * later
 
 
 def format_duration(seconds: float) -> str:
@@ -167,27 +174,61 @@ def format_duration(seconds: float) -> str:
     return f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{seconds / 60:.1f} min"
 
 
-def run_study(specs: Sequence[RunSpec], folder: Path) -> list[dict]:
-    """Trains every run of ``specs`` without a stored result (in order) and returns all
-    results, in the order of ``specs``."""
+def cpu_cores() -> int:
+    """The CPU cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def run_study(specs: Sequence[RunSpec], folder: Path, *, jobs: int = 1, threads: int = 0) -> list[dict]:
+    """Trains every run of ``specs`` without a stored result, ``jobs`` at a time (in order; each
+    side-by-side run in its own process) with ``threads`` torch threads each (0: the cores
+    shared out among the runs side by side), and returns all results in the order of ``specs``."""
     folder.mkdir(parents=True, exist_ok=True)
     check_results(specs, folder)
-    progress = Progress(specs, pending=sum(load_result(s, folder) is None for s in specs))
-    results = []
+    progress = Progress(len(specs))
+    pending = []
     for index, spec in enumerate(specs, start=1):
-        result = load_result(spec, folder)
-        if result is None:
-            progress.start(index, spec)
-            result = train_run(spec, folder, progress)
-            progress.finish()
+        if load_result(spec, folder) is None:
+            pending.append((index, spec))
         else:
             progress.skip(index, spec)
-        results.append(result)
-    return results
+    jobs = max(1, min(jobs, len(pending)))
+    threads = threads or max(1, cpu_cores() // jobs)
+    if jobs == 1:
+        torch.set_num_threads(threads)
+        for position, (index, spec) in enumerate(pending):
+            progress.start(index, spec, rounds_after=len(pending) - 1 - position)
+            train_run(spec, folder, progress, jobs=1)
+            progress.finish()
+    else:
+        rounds = math.ceil(len(pending) / jobs)
+        # "spawn": a fresh interpreter per worker, so no torch thread pool is inherited by a fork.
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = {
+                pool.submit(_train_side_by_side, spec, folder, index, len(specs), rounds - 1 - position // jobs, jobs, threads): spec
+                for position, (index, spec) in enumerate(pending)
+            }
+            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+            failed = next((future for future in done if future.exception() is not None), None)
+            if failed is not None:
+                for future in futures:
+                    future.cancel()
+                print(f"run {futures[failed].name} failed; the runs in progress finish first (their results are kept)", flush=True)
+        if failed is not None:
+            raise failed.exception()
+    return [load_result(spec, folder) for spec in specs]
 
 
-def train_run(spec: RunSpec, folder: Path, progress: Progress | None = None) -> dict:
-    """Trains one run and stores its result JSON (written last: it marks the run finished)."""
+def _train_side_by_side(spec: RunSpec, folder: Path, index: int, total: int, rounds_after: int, jobs: int, threads: int) -> None:
+    torch.set_num_threads(threads)
+    progress = Progress(total)
+    progress.start(index, spec, rounds_after)
+    train_run(spec, folder, progress, jobs=jobs)
+
+
+def train_run(spec: RunSpec, folder: Path, progress: Progress | None = None, *, jobs: int = 1) -> dict:
+    """Trains one run and stores its result JSON (written last: it marks the run finished);
+    ``jobs``: how many runs trained side by side with it (recorded: they share the machine)."""
     start = time.perf_counter()
     trainer = DirectImitation(spec.config, list(spec.split.seen), seed=spec.seed)
     rows = train_for_budget(
@@ -210,6 +251,8 @@ def train_run(spec: RunSpec, folder: Path, progress: Progress | None = None) -> 
         "eval_seconds": sum(row["eval_seconds"] for row in rows),
         "wall_seconds": time.perf_counter() - start,
         "torch_threads": torch.get_num_threads(),
+        "runs_side_by_side": jobs,
+        "precision": trainer.precision,  # "auto" resolved on this hardware
         "cpu": cpu_model(),
         "device": device_model(spec.config.device),
         "finished": datetime.now(UTC).isoformat(timespec="seconds"),

@@ -2,10 +2,13 @@
 skip on rerun), bad input, and the other studies sharing the same run folder."""
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -14,8 +17,9 @@ from synpo_envs.splits import Split
 from rllib_synpo.budgeted import Budget
 from rllib_synpo.direct import DirectConfig
 from rllib_synpo.paper_numbers import BLIND, TABLE1
-from rllib_synpo.reproduce import main
-from rllib_synpo.study_runs import RunSpec, StudyError, load_result
+from rllib_synpo import reproduce
+from rllib_synpo.reproduce import default_jobs, main, method_runs, parser
+from rllib_synpo.study_runs import Progress, RunSpec, StudyError, load_result, run_study
 
 ROOT = Path(__file__).resolve().parents[2]
 # Tiny runs: 0.6 s of training, a small replay and batch, 5-step episodes, one final
@@ -35,8 +39,9 @@ def _reproduce(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def table1(tmp_path_factory):
+    """The two runs side by side, each in its own process."""
     out = tmp_path_factory.mktemp("reproduce") / "gw"
-    result = _reproduce("table1", *TINY, "--methods", *METHODS, "--out", str(out))
+    result = _reproduce("table1", *TINY, "--methods", *METHODS, "--jobs", "2", "--out", str(out))
     assert result.returncode == 0, result.stderr[-3000:]
     return out, result.stdout
 
@@ -60,8 +65,12 @@ def test_table1_writes_runs_and_the_table_beside_the_papers(table1):
     assert "| SynPo | 1 |" in markdown and "83.3 ± 0.5" in markdown and "paper unseen AvgSR %" in markdown
     synpo_row = next(line for line in markdown.splitlines() if line.startswith("| SynPo | 1 |"))
     assert synpo_row.count("±") == 2  # the paper's two cells; one seed of ours has no std
-    facts = ("- command: `python -m rllib_synpo.reproduce table1", "- seeds: 0", "- hardware: ", "torch threads 1",
-             "- minutes per run: 0.01", "- total wall time: ", "forward pass in float32")
+    results = [json.loads((out / f"{name}.json").read_text()) for name in ("synpo_seed0", "sf_seed0")]
+    assert [(r["runs_side_by_side"], r["torch_threads"]) for r in results] == [(2, 1), (2, 1)]
+    precision = results[0]["precision"]  # "auto" as this machine resolves it
+    assert results[0]["settings"]["config"]["precision"] == "auto" and precision in ("float32", "bfloat16")
+    facts = ("- command: `python -m rllib_synpo.reproduce table1", "- seeds: 0", "- hardware: ", "torch threads per run 1",
+             "runs side by side 2", "- minutes per run: 0.01", "- wall time: ", f"forward pass in {precision}")
     for fact in facts:
         assert fact in markdown, fact
 
@@ -93,6 +102,7 @@ def _exit_code(argv: list[str]) -> int:
         (["tables"], "invalid choice"),
         (["table1", "--device", "warp9"], "unknown torch device 'warp9'"),
         (["table1", "--precision", "half"], "invalid choice: 'half'"),
+        (["table1", "--jobs", "0"], "--jobs must be >= 1, got 0"),
     ],
 )
 def test_bad_input_is_one_error_line_and_exit_2(argv, message, capsys, tmp_path):
@@ -100,6 +110,51 @@ def test_bad_input_is_one_error_line_and_exit_2(argv, message, capsys, tmp_path)
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and message in err, err
     assert not (tmp_path / "gw").exists()
+
+
+def test_a_failed_run_fails_the_study_once_the_runs_beside_it_finish(tmp_path, capsys):
+    good, bad = method_runs(parser().parse_args(["table1", *TINY, "--methods", *METHODS]))
+    bad = replace(bad, config=replace(bad.config, network="nope"))
+    with pytest.raises(ValueError, match="unknown network 'nope'"):
+        run_study([bad, good], tmp_path, jobs=2, threads=1)
+    assert "run sf_seed0 failed; the runs in progress finish first" in capsys.readouterr().out
+    assert [p.name for p in tmp_path.glob("*.json")] == ["synpo_seed0.json"]
+
+
+def test_ctrl_c_stops_the_runs_side_by_side_and_says_how_to_resume(tmp_path):
+    out = tmp_path / "gw"
+    budget = [*TINY, "--methods", *METHODS, "--jobs", "2", "--threads", "1", "--out", str(out)]
+    budget[budget.index("--minutes-per-run") + 1] = "5"
+    stop = subprocess.Popen(
+        [sys.executable, "-m", "rllib_synpo.reproduce", "table1", *budget], cwd=ROOT, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal's foreground job has it
+    )
+    started = [stop.stdout.readline() for _ in METHODS]
+    assert all("training 5 min" in line for line in started), started
+    os.killpg(stop.pid, signal.SIGINT)  # Ctrl-C reaches the whole process group
+    _, err = stop.communicate(timeout=60)
+    assert stop.returncode == reproduce.INTERRUPTED, err[-3000:]
+    assert err == f"interrupted: the finished runs are stored under {out}; the same command resumes\n"
+    assert not list(out.glob("*.json"))
+
+
+@pytest.mark.parametrize(
+    "flags, cores, jobs",
+    [([], 2, 2), ([], 1, 1), (["--threads", "2"], 2, 1), (["--threads", "2"], 8, 4), (["--jobs", "3"], 2, 3),
+     (["--device", "cuda"], 8, 1)],
+)
+def test_runs_side_by_side_share_the_cores(flags, cores, jobs, monkeypatch):
+    monkeypatch.setattr(reproduce, "cpu_cores", lambda: cores)
+    assert default_jobs(parser().parse_args(["table1", *flags])) == jobs
+
+
+def test_time_left_counts_the_rounds_still_to_come():
+    """Before any training the run's budget is the estimate for it and for each later round."""
+    budget = Budget(minutes=10, eval_minutes=1, eval_episodes=2, final_episodes=100, lr_schedule="cosine")
+    progress = Progress(total=5)
+    progress.start(1, SimpleNamespace(name="synpo_seed0", budget=budget), rounds_after=2)
+    assert progress.seconds_left(train_seconds=0) == pytest.approx(3 * 600, abs=5)
 
 
 def test_stored_results_with_other_settings_are_not_reused(table1, capsys):
@@ -163,6 +218,8 @@ def test_results_stored_before_a_new_option_existed_are_still_reused(table1):
     older.mkdir(exist_ok=True)
     del result["settings"]["config"]["precision"]
     (older / path.name).write_text(json.dumps(result))
-    assert load_result(spec, older)["settings"] == result["settings"]
-    with pytest.raises(StudyError, match="other settings"):
-        load_result(replace(spec, config=replace(spec.config, precision="bfloat16")), older)
+    float32 = replace(spec, config=replace(spec.config, precision=DirectConfig.precision))
+    assert load_result(float32, older)["settings"] == result["settings"]
+    for other in ("bfloat16", "auto"):
+        with pytest.raises(StudyError, match="other settings"):
+            load_result(replace(spec, config=replace(spec.config, precision=other)), older)
