@@ -58,10 +58,10 @@ from rllib_synpo.study_report import (
 from rllib_synpo.study_runs import (
     RunSpec,
     StudyError,
+    cpu_cores,
     cpu_model,
     format_duration,
     load_result,
-    cpu_cores,
     run_study,
 )
 
@@ -70,7 +70,7 @@ BLIND_METHODS = ("mlp", "mtl", "synpo")
 BLIND_WINDOW = 0
 DEFAULT_SEEDS = (0, 1, 2)
 # One night on a 2-core CPU: table1's 15 runs two at a time (one torch thread each) are 8
-# rounds of 60 training minutes plus ~4 of evaluation.
+# rounds of 60 training minutes plus ~5 of evaluation (about 8.7 hours, measured per round).
 DEFAULT_MINUTES = 60.0
 INTERRUPTED = 130  # the shell's exit status for Ctrl-C
 EVALS_PER_RUN = 10  # periodic evaluations per run unless --eval-minutes is given
