@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 from synpo_envs.splits import Split
 
+from rllib_synpo import reproduce
 from rllib_synpo.budgeted import Budget
 from rllib_synpo.direct import DirectConfig
 from rllib_synpo.paper_numbers import BLIND, TABLE1
-from rllib_synpo import reproduce
 from rllib_synpo.reproduce import default_jobs, main, method_runs, parser
 from rllib_synpo.study_runs import Progress, RunSpec, StudyError, load_result, run_study
 
@@ -125,16 +125,16 @@ def test_ctrl_c_stops_the_runs_side_by_side_and_says_how_to_resume(tmp_path):
     out = tmp_path / "gw"
     budget = [*TINY, "--methods", *METHODS, "--jobs", "2", "--threads", "1", "--out", str(out)]
     budget[budget.index("--minutes-per-run") + 1] = "5"
-    stop = subprocess.Popen(
+    study = subprocess.Popen(
         [sys.executable, "-m", "rllib_synpo.reproduce", "table1", *budget], cwd=ROOT, text=True,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal's foreground job has it
     )
-    started = [stop.stdout.readline() for _ in METHODS]
+    started = [study.stdout.readline() for _ in METHODS]
     assert all("training 5 min" in line for line in started), started
-    os.killpg(stop.pid, signal.SIGINT)  # Ctrl-C reaches the whole process group
-    _, err = stop.communicate(timeout=60)
-    assert stop.returncode == reproduce.INTERRUPTED, err[-3000:]
+    os.killpg(study.pid, signal.SIGINT)  # Ctrl-C reaches the whole process group
+    _, err = study.communicate(timeout=60)
+    assert study.returncode == reproduce.INTERRUPTED, err[-3000:]
     assert err == f"interrupted: the finished runs are stored under {out}; the same command resumes\n"
     assert not list(out.glob("*.json"))
 
