@@ -106,12 +106,6 @@ def with_new_defaults(stored: dict | None, current: dict) -> dict | None:
     return {**stored, "config": config}
 
 
-def check_results(specs: Sequence[RunSpec], folder: Path) -> None:
-    """Fails before any training when a stored result conflicts with ``specs``."""
-    for spec in specs:
-        load_result(spec, folder)
-
-
 class Progress:
     """Progress lines: which run, training minute, current AvgSR and the estimated time left."""
 
@@ -184,11 +178,11 @@ def run_study(specs: Sequence[RunSpec], folder: Path, *, jobs: int = 1, threads:
     side-by-side run in its own process) with ``threads`` torch threads each (0: the cores
     shared out among the runs side by side), and returns all results in the order of ``specs``."""
     folder.mkdir(parents=True, exist_ok=True)
-    check_results(specs, folder)
+    stored = [load_result(spec, folder) for spec in specs]  # a conflicting result fails before any training
     progress = Progress(len(specs))
     pending = []
-    for index, spec in enumerate(specs, start=1):
-        if load_result(spec, folder) is None:
+    for index, (spec, result) in enumerate(zip(specs, stored, strict=True), start=1):
+        if result is None:
             pending.append((index, spec))
         else:
             progress.skip(index, spec)
