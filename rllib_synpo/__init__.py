@@ -3,14 +3,16 @@
 The plain torch parts (`rllib_synpo.networks`, `rllib_synpo.losses`) import no Ray; the RLlib
 parts load on first use (``from rllib_synpo import SynPoConfig``), which also registers the
 `SynPo` and `SynPoPPO` algorithms and the ``synpo_pairs`` env with Ray Tune. Importing it
-switches the process's float math to flush-to-zero (`rllib_synpo.denormals`).
+switches the process's float math to flush-to-zero (`rllib_synpo.denormals`;
+``RLLIB_SYNPO_FLUSH_DENORMALS=0`` leaves it alone).
 """
 
 import importlib
 
-from rllib_synpo.denormals import flush_denormals
+from rllib_synpo.denormals import flush_denormals, flush_denormals_wanted
 
-flush_denormals()  # before torch starts its threads, which inherit it
+if flush_denormals_wanted():
+    flush_denormals()  # before torch starts its threads, which inherit it
 
 __version__ = "0.1.0"
 

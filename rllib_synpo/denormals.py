@@ -14,11 +14,26 @@ package's code (the ``rllib`` command, Tune trials, env runners). Threads starte
 keep their mode (one-off script, the same VM: a float32 product of 4,096 x 128 inputs and
 512 x 128 denormal weights took 796 ms unflushed, 448 ms with the mode set after torch's
 threads had started, 8 ms set before). TensorFlow sets the same mode in its thread pools.
+A process whose other code needs denormals sets ``RLLIB_SYNPO_FLUSH_DENORMALS=0`` before the
+import (Ray's workers started from it inherit the variable).
 """
 
 from __future__ import annotations
 
+import os
+
 import torch
+
+FLUSH_DENORMALS_VARIABLE = "RLLIB_SYNPO_FLUSH_DENORMALS"
+FLUSH_DENORMALS_VALUES = {"1": True, "0": False}
+
+
+def flush_denormals_wanted() -> bool:
+    """Whether the import should flush denormals: ``RLLIB_SYNPO_FLUSH_DENORMALS`` unset or 1."""
+    value = os.environ.get(FLUSH_DENORMALS_VARIABLE, "1").strip()
+    if value not in FLUSH_DENORMALS_VALUES:
+        raise ValueError(f"{FLUSH_DENORMALS_VARIABLE}={value!r}: expected 1 (flush denormals to zero, the default) or 0 (leave the float mode alone)")
+    return FLUSH_DENORMALS_VALUES[value]
 
 
 def flush_denormals() -> bool:

@@ -1,5 +1,7 @@
-"""Importing rllib_synpo switches the process to flush-to-zero (checked in fresh interpreters)."""
+"""Importing rllib_synpo switches the process to flush-to-zero unless told not to (checked in
+fresh interpreters)."""
 
+import os
 import subprocess
 import sys
 
@@ -12,12 +14,13 @@ NONZERO_PRODUCTS = (
 )
 
 
-def _run(code: str) -> int:
-    return int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+def _run(code: str, **env: str) -> int:
+    environ = {k: v for k, v in os.environ.items() if k != "RLLIB_SYNPO_FLUSH_DENORMALS"} | env
+    return int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=environ).stdout)
 
 
-def _nonzero_products(imports: str) -> int:
-    return _run(NONZERO_PRODUCTS.format(imports=imports))
+def _nonzero_products(imports: str, **env: str) -> int:
+    return _run(NONZERO_PRODUCTS.format(imports=imports), **env)
 
 
 @pytest.fixture(scope="module")
@@ -33,3 +36,16 @@ def test_denormals_survive_without_the_package(cpu_flushes):
 
 def test_importing_the_package_flushes_denormals(cpu_flushes):
     assert _nonzero_products("import rllib_synpo; ") == 0
+
+
+def test_the_variable_at_zero_leaves_the_mode_alone(cpu_flushes):
+    assert _nonzero_products("import rllib_synpo; ", RLLIB_SYNPO_FLUSH_DENORMALS="0") == 1 << 20
+    assert _nonzero_products("import rllib_synpo; ", RLLIB_SYNPO_FLUSH_DENORMALS="1") == 0
+
+
+def test_another_value_of_the_variable_is_refused():
+    process = subprocess.run(
+        [sys.executable, "-c", "import rllib_synpo"], capture_output=True, text=True, env={**os.environ, "RLLIB_SYNPO_FLUSH_DENORMALS": "off"}
+    )
+    assert process.returncode != 0
+    assert "RLLIB_SYNPO_FLUSH_DENORMALS='off': expected 1 (flush denormals to zero, the default) or 0" in process.stderr
