@@ -21,6 +21,8 @@ study resumes; runs with the same name are shared between studies (table1's SynP
 ablation's full model and the convergence study's curves). Each study writes its tables and
 figures next to the folder: ``<out>_table1.md/.csv``, ``<out>_blind.md/.csv``,
 ``<out>_ablation.md/.csv/.png``, ``<out>_ratio.md/.csv/.png``, ``<out>_convergence.png/.csv``.
+``--report-only`` writes them from the runs stored so far and trains nothing (a long study's
+tables while it runs, or after it stopped part-way; the set-up names the runs left out).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import shlex
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -114,6 +116,8 @@ def _common(p: argparse.ArgumentParser, methods: Sequence[str] | None) -> None:
     p.add_argument("--threads", type=int, default=0, help="torch threads per run (0: the CPU cores shared out among the --jobs)")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", help="torch device (default: the GPU where there is one)")
     d = best_recipe()
+    p.add_argument("--report-only", action="store_true",
+                   help="write the tables and figures from the runs stored so far; train nothing")
     p.add_argument("--precision", choices=PRECISIONS, default="auto",
                    help="training forward pass (rllib_synpo.precision); the default, auto, is bfloat16 where the device "
                         "computes it natively (about half an update's time on such CPUs), else float32")
@@ -245,6 +249,7 @@ class Context:
     folder: Path
     command: str
     started: float
+    missing: tuple[str, ...] = ()  # runs of the study not stored yet (--report-only)
 
     def stem(self, study: str) -> Path:
         return self.folder.with_name(f"{self.folder.name}_{study}")
@@ -275,6 +280,7 @@ class Context:
             f"{format_duration(time.perf_counter() - self.started)}; skipped runs reuse stored results)",
             "- mean ± std over seeds (population std); the paper's numbers: NeurIPS 2018 supplement, 3 seeds, 100 episodes per pair",
             *extra,
+            *([f"- --report-only: {len(self.missing)} run(s) not stored yet, left out: {', '.join(self.missing)}"] if self.missing else []),
         ]
 
 
@@ -339,7 +345,7 @@ def report_ratio(ctx: Context, specs: Sequence[RunSpec], results: Sequence[dict]
 
 def report_convergence(ctx: Context, specs: Sequence[RunSpec], results: Sequence[dict]) -> list[Path]:
     groups = _by_group(specs, results)
-    curves = {DISPLAY_NAMES[m]: load_curves(groups[m], ctx.folder) for m in ctx.args.methods}
+    curves = {DISPLAY_NAMES[m]: load_curves(groups[m], ctx.folder) for m in ctx.args.methods if m in groups}
     png, csv_path = ctx.stem("convergence").with_suffix(".png"), ctx.stem("convergence").with_suffix(".csv")
     plot_bands(curves, png, "AvgSR over training (window 1, 144/256 split)")
     lines = ["method,train_minutes,seen_mean,seen_std,unseen_mean,unseen_std"]
@@ -362,6 +368,17 @@ STUDIES: dict[str, Study] = {
 }
 
 
+def stored_runs(ctx: Context, specs: Sequence[RunSpec]) -> tuple[Context, list[RunSpec], list[dict]]:
+    """The study's runs stored under ``ctx.folder`` and their results, with the others named in
+    the context; `StudyError` when none is stored."""
+    found = [(spec, load_result(spec, ctx.folder)) for spec in specs]
+    stored = [(spec, result) for spec, result in found if result is not None]
+    if not stored:
+        raise StudyError(f"--report-only: none of this study's {len(specs)} runs is stored under {ctx.folder} (with these settings)")
+    missing = tuple(spec.name for spec, result in found if result is None)
+    return replace(ctx, missing=missing), [spec for spec, _ in stored], [result for _, result in stored]
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parser().parse_args(argv)
@@ -373,7 +390,10 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(str(err))
     ctx = Context(args, Path(args.out), shlex.join(["python", "-m", "rllib_synpo.reproduce", *argv]), time.perf_counter())
     try:
-        results = run_study(specs, ctx.folder, jobs=default_jobs(args), threads=args.threads)
+        if args.report_only:
+            ctx, specs, results = stored_runs(ctx, specs)
+        else:
+            results = run_study(specs, ctx.folder, jobs=default_jobs(args), threads=args.threads)
     except StudyError as err:
         return _fail(str(err))
     except KeyboardInterrupt:

@@ -3,6 +3,7 @@ skip on rerun), bad input, and the other studies sharing the same run folder."""
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -223,3 +224,25 @@ def test_results_stored_before_a_new_option_existed_are_still_reused(table1):
     for other in ("bfloat16", "auto"):
         with pytest.raises(StudyError, match="other settings"):
             load_result(replace(spec, config=replace(spec.config, precision=other)), older)
+
+
+def test_report_only_tables_the_stored_runs_and_names_the_others(table1, tmp_path, capsys):
+    out = tmp_path / "gw"
+    shutil.copytree(table1[0], out)  # a copy: this table replaces the fixture folder's
+    stamps = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
+    argv = ["table1", *TINY, "--seeds", "0", "1", "--methods", "synpo", "sf", "mlp", "--out", str(out), "--report-only"]
+    assert main(argv) == 0
+    assert "training" not in capsys.readouterr().out
+    assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == stamps  # nothing trained or rewritten
+    table = pd.read_csv(out.with_name("gw_table1.csv"))
+    ours = table[table["section"].str.startswith("Setting 1")].set_index("method")["seeds"]
+    assert ours.to_dict() == {"SF": 1, "MLP": 0, "SynPo": 1}
+    markdown = out.with_name("gw_table1.md").read_text()
+    assert "- --report-only: 4 run(s) not stored yet, left out: mlp_seed0, synpo_seed1, sf_seed1, mlp_seed1" in markdown
+    assert main(["convergence", *TINY, "--seeds", "0", "1", "--out", str(out), "--report-only"]) == 0
+    assert pd.read_csv(out.with_name("gw_convergence.csv"))["method"].unique().tolist() == ["SynPo"]
+
+
+def test_report_only_without_stored_runs_is_an_error(tmp_path, capsys):
+    assert main(["table1", *TINY, "--methods", "mlp", "--out", str(tmp_path / "empty"), "--report-only"]) == 2
+    assert "error: --report-only: none of this study's 1 runs is stored under" in capsys.readouterr().err
