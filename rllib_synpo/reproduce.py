@@ -115,9 +115,9 @@ def _common(p: argparse.ArgumentParser, methods: Sequence[str] | None) -> None:
                         "CPU cores, i.e. cores / --threads, on a CPU; one on a GPU)")
     p.add_argument("--threads", type=int, default=0, help="torch threads per run (0: the CPU cores shared out among the --jobs)")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", help="torch device (default: the GPU where there is one)")
-    d = best_recipe()
     p.add_argument("--report-only", action="store_true",
                    help="write the tables and figures from the runs stored so far; train nothing")
+    d = best_recipe()
     p.add_argument("--precision", choices=PRECISIONS, default="auto",
                    help="training forward pass (rllib_synpo.precision); the default, auto, is bfloat16 where the device "
                         "computes it natively (about half an update's time on such CPUs), else float32")
