@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks.rllib_throughput import DEFAULT_EXPERIMENT, synpo_config
+from benchmarks.rllib_throughput import DEFAULT_EXPERIMENT, local_ray, synpo_config
 from rllib_synpo.trajectories import collect_trajectories
 
 MICROSECONDS = 1e6
@@ -30,20 +30,12 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    if args.collections < 1:
-        raise SystemExit(f"--collections must be >= 1, got {args.collections}")
-    import ray
-
-    config = synpo_config(args.experiment).env_runners(num_env_runners=0)
-    started = not ray.is_initialized()
-    if started:
-        ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)
-    algo = config.build_algo()
-    runner, layout, episodes = algo.env_runner, algo.layout, config.episodes_per_env_runner
+def _time_paths(algo, episodes: int, collections: int, experiment: str) -> tuple[dict[str, float], dict[str, int], int]:
+    """Seconds and states collected per path over ``collections`` alternated collections, and
+    the env's pair slots."""
+    runner, layout = algo.env_runner, algo.layout
     if not runner._can_play_arrays():
-        raise SystemExit(f"{args.experiment}: its env runner cannot take the array path (see ExpertEnvRunner)")
+        raise SystemExit(f"{experiment}: its env runner cannot take the array path (see ExpertEnvRunner)")
     paths: dict[str, Callable[[], list]] = {
         "array path": lambda: runner.sample_trajectories(episodes, layout),
         "RLlib sample": lambda: collect_trajectories(runner, episodes, layout),
@@ -51,20 +43,30 @@ def main(argv: list[str] | None = None) -> int:
     seconds, states = dict.fromkeys(paths, 0.0), dict.fromkeys(paths, 0)
     for collect in paths.values():
         collect()  # untimed: first calls allocate
-    for _ in range(args.collections):  # alternate, so a slow phase of the machine hits both
+    for _ in range(collections):  # alternate, so a slow phase of the machine hits both
         for name, collect in paths.items():
             start = time.perf_counter()
             trajectories = collect()
             seconds[name] += time.perf_counter() - start
             states[name] += sum(len(t) for t in trajectories)
-    slots = len(runner.env.envs[0].unwrapped.agents)
-    algo.stop()
-    if started:
-        ray.shutdown()
-    print(f"{Path(args.experiment).name}: {args.collections} collections per path of {episodes} episode(s), {slots} pair slots")
+    return seconds, states, len(runner.env.envs[0].unwrapped.agents)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.collections < 1:
+        raise SystemExit(f"--collections must be >= 1, got {args.collections}")
+    config = synpo_config(args.experiment).env_runners(num_env_runners=0)
+    with local_ray(num_cpus=1):
+        algo = config.build_algo()
+        try:
+            seconds, states, slots = _time_paths(algo, config.episodes_per_env_runner, args.collections, args.experiment)
+        finally:
+            algo.stop()
+    print(f"{Path(args.experiment).name}: {args.collections} collections per path of {config.episodes_per_env_runner} episode(s), {slots} pair slots")
     print("path          states   us/state")
-    micros = {name: seconds[name] / states[name] * MICROSECONDS for name in paths}
-    for name in paths:
+    micros = {name: seconds[name] / states[name] * MICROSECONDS for name in seconds}
+    for name in seconds:
         print(f"{name:12s}  {states[name]:6d}  {micros[name]:9.1f}")
     print(f"RLlib sample / array path: {micros['RLlib sample'] / micros['array path']:.2f}x")
     return 0

@@ -16,7 +16,9 @@ then filled to its capacity with copies of them (the sampling cost of a long run
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -101,33 +103,43 @@ def measure_direct(seconds: float, precision: str = "float32") -> float:
     return (trainer.states_trained - trained) / (time.perf_counter() - start)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+@contextlib.contextmanager
+def local_ray(num_cpus: int) -> Iterator[None]:
+    """A local Ray with ``num_cpus`` for the benchmark, shut down after it; a Ray already running
+    in the process is used as it is and left running."""
     import ray
 
+    started = not ray.is_initialized()
+    if started:
+        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
+    try:
+        yield
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     config = synpo_config(args.experiment)
     if config.states_per_update is None:
         raise SystemExit(f"{args.experiment}: set states_per_update (the Ray-free twin trains on independent states)")
     updates = args.updates_per_iteration or [config.updates_per_iteration]
     if min(updates) < 1:
         raise SystemExit(f"--updates-per-iteration must be >= 1, got {min(updates)}")
-    started = not ray.is_initialized()
-    if started:
-        ray.init(address="local", num_cpus=max(args.threads), include_dashboard=False, log_to_driver=False)
-    print(f"{Path(args.experiment).name}: {args.seconds:.0f} s per measurement, the replay full, precision {config.precision}")
-    print("threads  updates  rllib trained/s  collected/s  collecting  ray-free trained/s  rllib/ray-free")
-    for threads in args.threads:
-        torch.set_num_threads(threads)
-        direct = measure_direct(args.seconds, config.precision)
-        for count in updates:
-            rllib = measure_rllib(config.copy(copy_frozen=False).training(updates_per_iteration=count), args.seconds)
-            print(
-                f"{threads:7d}  {count:7d}  {rllib['trained']:15,.0f}  {rllib['collected']:11,.0f}  {rllib['collect_share']:10.0%}"
-                f"  {direct:18,.0f}  {rllib['trained'] / direct:14.2f}",
-                flush=True,
-            )
-    if started:
-        ray.shutdown()
+    with local_ray(max(args.threads)):
+        print(f"{Path(args.experiment).name}: {args.seconds:.0f} s per measurement, the replay full, precision {config.precision}")
+        print("threads  updates  rllib trained/s  collected/s  collecting  ray-free trained/s  rllib/ray-free")
+        for threads in args.threads:
+            torch.set_num_threads(threads)
+            direct = measure_direct(args.seconds, config.precision)
+            for count in updates:
+                rllib = measure_rllib(config.copy(copy_frozen=False).training(updates_per_iteration=count), args.seconds)
+                print(
+                    f"{threads:7d}  {count:7d}  {rllib['trained']:15,.0f}  {rllib['collected']:11,.0f}  {rllib['collect_share']:10.0%}"
+                    f"  {direct:18,.0f}  {rllib['trained'] / direct:14.2f}",
+                    flush=True,
+                )
     return 0
 
 
