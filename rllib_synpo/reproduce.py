@@ -4,6 +4,7 @@
         [--methods synpo mlp mtl modulenet sf] [--final-episodes 100] [--out results/gridworld]
     python -m rllib_synpo.reproduce blind        # window 0: MLP, MTL, SynPo
     python -m rllib_synpo.reproduce ablation     # SynPo without env / task disentanglement
+        [--variants full no_env_disentangle no_task_disentangle no_disentangle sf sf_no_td]
     python -m rllib_synpo.reproduce ratio        # SynPo vs fraction of seen pairs, 10 x 10
     python -m rllib_synpo.reproduce convergence  # AvgSR over training, mean ± std over seeds
 
@@ -17,8 +18,8 @@ the coefficient functions and Adam weight decay 1e-4, cosine learning rate over 
 through `rllib_synpo.direct.DirectImitation`, on the 144/256 split of
 ``random_split(--split-seed)``; the seeds are training seeds. Runs are stored under ``--out``
 (``<run>.csv/.png/.pt/.json``) and a run whose result JSON exists is skipped, so an interrupted
-study resumes; runs with the same name are shared between studies (table1's SynPo runs are the
-ablation's full model and the convergence study's curves). Each study writes its tables and
+study resumes; runs with the same name are shared between studies (table1's SynPo and SF runs are the
+ablation's full models and the convergence study's curves). Each study writes its tables and
 figures next to the folder: ``<out>_table1.md/.csv``, ``<out>_blind.md/.csv``,
 ``<out>_ablation.md/.csv/.png``, ``<out>_ratio.md/.csv/.png``, ``<out>_convergence.png/.csv``.
 ``--report-only`` writes them from the runs stored so far and trains nothing (a long study's
@@ -34,6 +35,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 from synpo_envs.gridworld.constants import (
@@ -77,14 +79,28 @@ DEFAULT_MINUTES = 60.0
 INTERRUPTED = 130  # the shell's exit status for Ctrl-C
 EVALS_PER_RUN = 10  # periodic evaluations per run unless --eval-minutes is given
 RATIO_FRACTIONS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
-# Ablation variants: name suffix -> (label, l2 environment, l3 task disentanglement weight or None
-# for the paper's).
+
+
+class Ablation(NamedTuple):
+    """One variant of the ablation study: a network with some loss weights of the recipe changed."""
+
+    run: str  # the run's name before "_seed<N>"; the unchanged networks share table1's runs
+    label: str
+    network: str
+    weights: dict[str, float]
+
+
+# The paper's ablation (SynPo without its disentanglement losses) is the default; the SF pair
+# asks whether the TD term is what puts Table 1's SF ahead of SynPo (README), not in the paper.
 ABLATIONS = {
-    "": ("SynPo (full)", None, None),
-    "_no_env_disentangle": ("SynPo w/o env disentanglement (l2 = 0)", 0.0, None),
-    "_no_task_disentangle": ("SynPo w/o task disentanglement (l3 = 0)", None, 0.0),
-    "_no_disentangle": ("SynPo w/o both (l2 = l3 = 0)", 0.0, 0.0),
+    "full": Ablation("synpo", "SynPo (full)", "synpo", {}),
+    "no_env_disentangle": Ablation("synpo_no_env_disentangle", "SynPo w/o env disentanglement (l2 = 0)", "synpo", {"l2": 0.0}),
+    "no_task_disentangle": Ablation("synpo_no_task_disentangle", "SynPo w/o task disentanglement (l3 = 0)", "synpo", {"l3": 0.0}),
+    "no_disentangle": Ablation("synpo_no_disentangle", "SynPo w/o both (l2 = l3 = 0)", "synpo", {"l2": 0.0, "l3": 0.0}),
+    "sf": Ablation("sf", "SF (full)", "sf", {}),
+    "sf_no_td": Ablation("sf_no_td", "SF w/o TD term (sf_td_weight = 0)", "sf", {"sf_td_weight": 0.0}),
 }
+PAPER_ABLATIONS = ("full", "no_env_disentangle", "no_task_disentangle", "no_disentangle")
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -136,7 +152,10 @@ def parser() -> OneLineParser:
     studies = p.add_subparsers(dest="study", required=True, metavar="study")
     _common(studies.add_parser("table1", help="every method on the 144/256 split (paper Table 1)"), TABLE1_METHODS)
     _common(studies.add_parser("blind", help="the blind agent (window 0)"), BLIND_METHODS)
-    _common(studies.add_parser("ablation", help="SynPo without disentanglement losses"), None)
+    ablation = studies.add_parser("ablation", help="SynPo without its disentanglement losses (SF without its TD term)")
+    _common(ablation, None)
+    ablation.add_argument("--variants", nargs="+", default=list(PAPER_ABLATIONS),
+                          help=f"of {', '.join(ABLATIONS)} (default: the paper's, {' '.join(PAPER_ABLATIONS)})")
     ratio = studies.add_parser("ratio", help="SynPo success vs fraction of seen pairs (10 x 10)")
     _common(ratio, None)
     ratio.add_argument("--fractions", type=float, nargs="+", default=list(RATIO_FRACTIONS))
@@ -170,6 +189,11 @@ def validate(args: argparse.Namespace) -> None:
         available_device(args.device)
     except ValueError as error:
         raise StudyError(f"--device: {error}") from None
+    for variant in getattr(args, "variants", ()):
+        if variant not in ABLATIONS:
+            raise StudyError(f"unknown ablation variant {variant!r}; expected some of {', '.join(ABLATIONS)}")
+    if len(set(getattr(args, "variants", ()))) != len(getattr(args, "variants", ())):
+        raise StudyError(f"--variants lists a variant twice: {args.variants}")
     for fraction in getattr(args, "fractions", ()):
         if not 0 < fraction < 1:
             raise StudyError(f"--fractions must be in (0, 1), got {fraction:g}")
@@ -222,13 +246,9 @@ def blind_runs(args: argparse.Namespace) -> list[RunSpec]:
 
 
 def ablation_runs(args: argparse.Namespace) -> list[RunSpec]:
-    split, d = random_split(seed=args.split_seed), best_recipe()
-    specs = []
-    for seed in args.seeds:
-        for suffix, (label, l2, l3) in ABLATIONS.items():
-            weights = {"l2": d.l2 if l2 is None else l2, "l3": d.l3 if l3 is None else l3}
-            specs.append(_spec(args, f"synpo{suffix}", label, seed, split, **weights))
-    return specs
+    split = random_split(seed=args.split_seed)
+    variants = [ABLATIONS[name] for name in args.variants]
+    return [_spec(args, v.run, v.label, seed, split, network=v.network, **v.weights) for seed in args.seeds for v in variants]
 
 
 def ratio_runs(args: argparse.Namespace) -> list[RunSpec]:
@@ -322,12 +342,13 @@ def report_blind(ctx: Context, specs: Sequence[RunSpec], results: Sequence[dict]
 
 def report_ablation(ctx: Context, specs: Sequence[RunSpec], results: Sequence[dict]) -> list[Path]:
     groups = _by_group(specs, results)
-    rows = tuple(TableRow(label, groups.get(label, ())) for label, _, _ in ABLATIONS.values())
-    note = ["- the paper shows this ablation as curves only (supplement figure); no paper numbers to compare"]
-    title = "Gridworld ablation: SynPo's disentanglement losses"
+    labels = [ABLATIONS[name].label for name in ctx.args.variants]
+    rows = tuple(TableRow(label, groups.get(label, ())) for label in labels)
+    note = ["- the paper shows its ablation (SynPo's disentanglement losses) as curves only (supplement figure); no paper numbers to compare"]
+    title = "Gridworld ablation: the auxiliary losses"
     paths = list(write_tables(title, [Section("Final AvgSR", rows)], ctx.setup(results, note), ctx.stem("ablation")))
     png = ctx.stem("ablation").with_suffix(".png")
-    plot_bands({label: load_curves(found, ctx.folder) for label, found in groups.items()}, png, title)
+    plot_bands({label: load_curves(groups[label], ctx.folder) for label in labels if label in groups}, png, title)
     return [*paths, png]
 
 

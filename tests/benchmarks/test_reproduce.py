@@ -104,6 +104,8 @@ def _exit_code(argv: list[str]) -> int:
         (["table1", "--device", "warp9"], "unknown torch device 'warp9'"),
         (["table1", "--precision", "half"], "invalid choice: 'half'"),
         (["table1", "--jobs", "0"], "--jobs must be >= 1, got 0"),
+        (["ablation", "--variants", "full", "no_dropout"], "unknown ablation variant 'no_dropout'"),
+        (["ablation", "--variants", "sf", "sf"], "--variants lists a variant twice"),
     ],
 )
 def test_bad_input_is_one_error_line_and_exit_2(argv, message, capsys, tmp_path):
@@ -183,6 +185,17 @@ def test_ablation_reuses_table1s_full_model(table1, capsys):
     no_env = json.loads((out / "synpo_no_env_disentangle_seed0.json").read_text())["settings"]["config"]
     assert (no_env["l2"], no_env["l3"]) == (0.0, 0.001)
     assert out.with_name("gw_ablation.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_ablation_variants_choose_the_runs_sf_without_its_td_term_among_them(table1, capsys):
+    out, _ = table1
+    assert main(["ablation", *TINY, "--variants", "sf", "sf_no_td", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "sf_seed0: result exists, skipped" in printed and "synpo_no_disentangle" not in printed
+    no_td = json.loads((out / "sf_no_td_seed0.json").read_text())["settings"]["config"]
+    assert (no_td["network"], no_td["sf_td_weight"]) == ("sf", 0.0)
+    ablation = pd.read_csv(out.with_name("gw_ablation.csv"))
+    assert list(ablation["method"]) == ["SF (full)", "SF w/o TD term (sf_td_weight = 0)"]
 
 
 def test_ratio_trains_on_10x10_splits(table1):
