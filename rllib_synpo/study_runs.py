@@ -12,6 +12,7 @@ import math
 import multiprocessing
 import os
 import platform
+import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
@@ -106,6 +107,14 @@ def with_new_defaults(stored: dict | None, current: dict) -> dict | None:
     return {**stored, "config": config}
 
 
+def say_line(line: str) -> None:
+    """Writes ``line`` and its newline to stdout in one write. Runs side by side share stdout, and
+    where it is unbuffered (PYTHONUNBUFFERED, as our Docker image sets) print() writes the text and
+    the newline separately, so two runs' lines interleaved; one short write to a pipe is atomic."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 class Progress:
     """Progress lines: which run, training minute, current AvgSR and the estimated time left."""
 
@@ -119,10 +128,10 @@ class Progress:
         will follow the one this run is in."""
         self.index, self.spec, self.run_start, self.last_row = index, spec, time.perf_counter(), None
         self.rounds_after = rounds_after
-        print(f"[run {index}/{self.total}] {spec.name}: training {spec.budget.minutes:g} min", flush=True)
+        say_line(f"[run {index}/{self.total}] {spec.name}: training {spec.budget.minutes:g} min")
 
     def skip(self, index: int, spec: RunSpec) -> None:
-        print(f"[run {index}/{self.total}] {spec.name}: result exists, skipped", flush=True)
+        say_line(f"[run {index}/{self.total}] {spec.name}: result exists, skipped")
 
     def on_eval(self, row: dict) -> None:
         self.last_row = row
@@ -141,11 +150,10 @@ class Progress:
         else:
             seen, unseen = (percent(row.get(f"{k}_avg_success_rate")) for k in ("seen", "unseen"))
             scores = f"seen {seen:.1f}% unseen {unseen:.1f}%"
-        print(
+        say_line(
             f"[run {self.index}/{self.total}] {self.spec.name}: minute {train_seconds / 60:.1f}/"
             f"{self.spec.budget.minutes:g}, {scores} ({what}), "
-            f"about {format_duration(self.seconds_left(train_seconds))} left",
-            flush=True,
+            f"about {format_duration(self.seconds_left(train_seconds))} left"
         )
 
     def seconds_left(self, train_seconds: float) -> float:
@@ -207,7 +215,7 @@ def run_study(specs: Sequence[RunSpec], folder: Path, *, jobs: int = 1, threads:
             if failed is not None:
                 for future in futures:
                     future.cancel()
-                print(f"run {futures[failed].name} failed; the runs in progress finish first (their results are kept)", flush=True)
+                say_line(f"run {futures[failed].name} failed; the runs in progress finish first (their results are kept)")
         if failed is not None:
             raise failed.exception()
     return [load_result(spec, folder) for spec in specs]

@@ -160,6 +160,17 @@ def test_time_left_counts_the_rounds_still_to_come():
     assert progress.seconds_left(train_seconds=0) == pytest.approx(3 * 600, abs=5)
 
 
+def test_each_progress_line_is_one_write(monkeypatch):
+    """Runs side by side share stdout: a line written in pieces can interleave with another run's."""
+    writes = []
+    monkeypatch.setattr(sys, "stdout", SimpleNamespace(write=writes.append, flush=lambda: None))
+    budget = Budget(minutes=10, eval_minutes=1, eval_episodes=2, final_episodes=100, lr_schedule="cosine")
+    progress = Progress(total=5)
+    progress.start(1, SimpleNamespace(name="synpo_seed0", budget=budget), rounds_after=0)
+    progress.on_heartbeat(train_seconds=60)
+    assert len(writes) == 2 and all(w.endswith("\n") and w.count("\n") == 1 for w in writes), writes
+
+
 def test_stored_results_with_other_settings_are_not_reused(table1, capsys):
     out, _ = table1
     changed = [*TINY, "--methods", *METHODS, "--out", str(out)]
