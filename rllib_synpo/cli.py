@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -145,8 +146,31 @@ def train_file(args: argparse.Namespace) -> int:
         spec["config"] = experiment_config(spec)
         spec.pop("env", None)
     _init_ray(args.address, experiments)
-    tune.run_experiments(experiments, resume="AUTO" if args.resume else False, verbose=1)
+    trials = tune.run_experiments(experiments, resume="AUTO" if args.resume else False, verbose=1)
+    unfinished = [trial for trial in trials if not _reached_stop(trial)]
+    if unfinished:
+        # Tune's own hint after Ctrl-C names its Python API; users of this command need the command.
+        print(f"{len(unfinished)} of {len(trials)} trial(s) stopped before their stop criteria; "
+              f"continue from the last checkpoints with: {_resume_command(args)}")
     return 0
+
+
+def _reached_stop(trial) -> bool:
+    """Whether a trial met one of its stop criteria (Tune marks a Ctrl-C'd trial TERMINATED too)."""
+    from ray.tune.utils import flatten_dict
+
+    result = flatten_dict(trial.last_result or {}, delimiter="/")
+    criteria = trial.stopping_criterion or {}
+    met = not criteria or any(result.get(key, float("-inf")) >= value for key, value in criteria.items())
+    return trial.status == "TERMINATED" and met
+
+
+def _resume_command(args: argparse.Namespace) -> str:
+    words = ["rllib", "train", "file", args.experiment]
+    for flag, value in (("--stop", args.stop), ("--address", args.address), ("--storage-path", args.storage_path)):
+        if value:
+            words += [flag, value]
+    return shlex.join([*words, "--resume"])
 
 
 def evaluate_command(args: argparse.Namespace) -> int:

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -61,6 +62,7 @@ def test_train_file_then_evaluate(tmp_path):
     storage = tmp_path / "results"
     out = _run("train", "file", str(_experiment(tmp_path)), "--storage-path", str(storage))
     assert out.returncode == 0, out.stderr[-3000:]
+    assert "stopped before their stop criteria" not in out.stdout  # it ran to its stop
     evaluation = tmp_path / "eval"
     out = _run("evaluate", str(storage / "tiny"), "--episodes-per-pair", "1", "--pairs", "all", "--out", str(evaluation))
     assert out.returncode == 0, out.stderr[-3000:]
@@ -98,6 +100,25 @@ def test_training_resumes_after_being_killed(tmp_path):
     progress = pd.read_csv(next(storage.glob("resumable/*/progress.csv")))
     done = progress["training_iteration"].tolist()
     assert done[-1] == iterations and set(range(1, iterations + 1)) <= set(done)
+
+
+@pytest.mark.timeout(900)
+def test_ctrl_c_says_how_to_resume_with_this_command(tmp_path):
+    storage = tmp_path / "results"
+    experiment = _experiment(tmp_path, iterations=40, name="interrupted")
+    log = tmp_path / "stdout.txt"
+    with log.open("w") as stdout:  # a file, not a pipe nobody reads while it trains
+        process = subprocess.Popen([*RLLIB, "train", "file", str(experiment), "--storage-path", str(storage)],
+                                   stdout=stdout, stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.time() + 600
+        while not _checkpoints(storage) and time.time() < deadline and process.poll() is None:
+            time.sleep(0.5)
+        process.send_signal(signal.SIGINT)  # what Ctrl-C delivers to the driver
+        process.wait(timeout=300)
+    _kill_session(process.pid)
+    assert process.returncode == 0
+    resume = shlex.join(["rllib", "train", "file", str(experiment), "--storage-path", str(storage), "--resume"])
+    assert f"1 of 1 trial(s) stopped before their stop criteria; continue from the last checkpoints with: {resume}" in log.read_text()
 
 
 @pytest.mark.parametrize(
