@@ -57,6 +57,17 @@ def _checkpoints(storage: Path):
     return sorted(storage.glob("*/*/checkpoint_*"))
 
 
+def _train_until_checkpoints(experiment: Path, storage: Path, count: int, stdout=subprocess.DEVNULL) -> subprocess.Popen:
+    """Starts ``rllib train file`` in a session of its own; returns once it has written ``count``
+    checkpoints (or ended, or 10 minutes passed)."""
+    process = subprocess.Popen([*RLLIB, "train", "file", str(experiment), "--storage-path", str(storage)],
+                               stdout=stdout, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 600
+    while len(_checkpoints(storage)) < count and time.time() < deadline and process.poll() is None:
+        time.sleep(0.5)
+    return process
+
+
 @pytest.mark.timeout(900)
 def test_train_file_then_evaluate(tmp_path):
     storage = tmp_path / "results"
@@ -85,11 +96,7 @@ def test_training_resumes_after_being_killed(tmp_path):
     storage = tmp_path / "results"
     iterations = 40
     experiment = _experiment(tmp_path, iterations=iterations, name="resumable")
-    process = subprocess.Popen([*RLLIB, "train", "file", str(experiment), "--storage-path", str(storage)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.time() + 600
-    while len(_checkpoints(storage)) < 2 and time.time() < deadline and process.poll() is None:
-        time.sleep(0.5)
+    process = _train_until_checkpoints(experiment, storage, count=2)
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
     completed = len(_checkpoints(storage))
@@ -108,11 +115,7 @@ def test_ctrl_c_says_how_to_resume_with_this_command(tmp_path):
     experiment = _experiment(tmp_path, iterations=40, name="interrupted")
     log = tmp_path / "stdout.txt"
     with log.open("w") as stdout:  # a file, not a pipe nobody reads while it trains
-        process = subprocess.Popen([*RLLIB, "train", "file", str(experiment), "--storage-path", str(storage)],
-                                   stdout=stdout, stderr=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.time() + 600
-        while not _checkpoints(storage) and time.time() < deadline and process.poll() is None:
-            time.sleep(0.5)
+        process = _train_until_checkpoints(experiment, storage, count=1, stdout=stdout)
         process.send_signal(signal.SIGINT)  # what Ctrl-C delivers to the driver
         process.wait(timeout=300)
     _kill_session(process.pid)
