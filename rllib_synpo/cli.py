@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import shlex
 import sys
@@ -146,13 +147,19 @@ def train_file(args: argparse.Namespace) -> int:
         spec["config"] = experiment_config(spec)
         spec.pop("env", None)
     _init_ray(args.address, experiments)
+    logging.getLogger("ray.tune.tune").addFilter(_without_tunes_resume_hint)
     trials = tune.run_experiments(experiments, resume="AUTO" if args.resume else False, verbose=1)
     unfinished = [trial for trial in trials if not _reached_stop(trial)]
     if unfinished:
-        # Tune's own hint after Ctrl-C names its Python API; users of this command need the command.
         print(f"{len(unfinished)} of {len(trials)} trial(s) stopped before their stop criteria; "
               f"continue from the last checkpoints with: {_resume_command(args)}")
     return 0
+
+
+def _without_tunes_resume_hint(record: logging.LogRecord) -> bool:
+    """Drops Tune's hint after Ctrl-C, which names its Python API (``tune.run_experiments(...,
+    resume=True)``); ``train_file`` prints the command that resumes instead."""
+    return "Resume experiment with" not in record.getMessage()
 
 
 def _reached_stop(trial) -> bool:

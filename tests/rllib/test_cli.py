@@ -61,7 +61,7 @@ def _train_until_checkpoints(experiment: Path, storage: Path, count: int, stdout
     """Starts ``rllib train file`` in a session of its own; returns once it has written ``count``
     checkpoints (or ended, or 10 minutes passed)."""
     process = subprocess.Popen([*RLLIB, "train", "file", str(experiment), "--storage-path", str(storage)],
-                               stdout=stdout, stderr=subprocess.DEVNULL, start_new_session=True)
+                               stdout=stdout, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.time() + 600
     while len(_checkpoints(storage)) < count and time.time() < deadline and process.poll() is None:
         time.sleep(0.5)
@@ -121,7 +121,9 @@ def test_ctrl_c_says_how_to_resume_with_this_command(tmp_path):
     _kill_session(process.pid)
     assert process.returncode == 0
     resume = shlex.join(["rllib", "train", "file", str(experiment), "--storage-path", str(storage), "--resume"])
-    assert f"1 of 1 trial(s) stopped before their stop criteria; continue from the last checkpoints with: {resume}" in log.read_text()
+    output = log.read_text()
+    assert f"1 of 1 trial(s) stopped before their stop criteria; continue from the last checkpoints with: {resume}" in output
+    assert "tune.run_experiments" not in output  # Tune's own hint, for its Python API, is not shown
 
 
 @pytest.mark.parametrize(
