@@ -113,9 +113,9 @@ def test_training_resumes_after_being_killed(tmp_path):
 def test_ctrl_c_says_how_to_resume_with_this_command(tmp_path):
     storage = tmp_path / "results"
     experiment = _experiment(tmp_path, iterations=40, name="interrupted")
-    log = tmp_path / "stdout.txt"
-    with log.open("w") as stdout:  # a file, not a pipe nobody reads while it trains
-        process = _train_until_checkpoints(experiment, storage, count=1, stdout=stdout)
+    log = tmp_path / "output.txt"  # stdout and stderr: Tune logs its own hint to stderr
+    with log.open("w") as output:  # a file, not a pipe nobody reads while it trains
+        process = _train_until_checkpoints(experiment, storage, count=1, stdout=output)
         process.send_signal(signal.SIGINT)  # what Ctrl-C delivers to the driver
         process.wait(timeout=300)
     _kill_session(process.pid)
