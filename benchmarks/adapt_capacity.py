@@ -29,9 +29,8 @@ from rllib_synpo.adapt import (
     AdaptConfig,
     collect_demonstrations,
     demonstration_batch,
-    freeze_all_but,
+    learn_rows,
     renew_embedding,
-    train_new_embeddings,
 )
 from rllib_synpo.evaluate import read_gridworld_checkpoint
 from rllib_synpo.evaluation import evaluate, torch_greedy_policy
@@ -58,10 +57,9 @@ def relearn(module, envs: Sequence[int], tasks: Sequence[int], world: dict, conf
     before = evaluate(torch_greedy_policy(net), pairs, episodes, seed=config.seed, env_kwargs=world).summary()
     grown, _ = renew_embedding(net.env_embedding, net.env_embedding.num_embeddings, envs, torch.Generator().manual_seed(config.seed))
     net.env_embedding = grown
-    freeze_all_but(net, [grown.weight])
     demos = collect_demonstrations(pairs, world, seed=config.seed)
     start = time.perf_counter()
-    log = train_new_embeddings(module, demos, config, [grown.weight])
+    log = learn_rows(module, {"env_embedding": list(envs)}, demos, world, config)
     after = evaluate(torch_greedy_policy(net), pairs, episodes, seed=config.seed, env_kwargs=world).summary()
     return {
         "envs": list(envs), "pairs": len(pairs), "demonstration_states": len(demos["reward"]),

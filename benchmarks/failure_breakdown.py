@@ -5,38 +5,33 @@ their maze cover: whether some seen task of the maze starts with the pair's firs
 none does, "go to that colour with every treasure present" was never trained in that maze, and
 neither were the maze's states without that treasure).
 
-    python benchmarks/failure_breakdown.py results/curves/RUN.pt [--episodes 5]
+    python benchmarks/failure_breakdown.py CHECKPOINT [--episodes 5]
 
-RUN.pt is the state dict `benchmarks/learning_speed.py` or a reproduction study saves at the end
-of a run; its network, split and observation come from the record in the RUN.json beside it.
+CHECKPOINT is a SynPo checkpoint or a trial folder of ``rllib train file`` (its newest
+checkpoint); the network, split and observation are the checkpoint's own.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import numpy as np
 from synpo_envs.gridworld.constants import TASK_COLOURS
 from synpo_envs.splits import Pair, Split
 
+from rllib_synpo.evaluate import load_checkpoint
 from rllib_synpo.evaluation import PairResults, evaluate, torch_greedy_policy
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script: its sibling
-from saved_run import WEIGHTS_HELP, load_run  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("weights", help=WEIGHTS_HELP)
+    parser.add_argument("checkpoint", help="a SynPo checkpoint, or a folder holding one (its newest is used)")
     parser.add_argument("--episodes", type=int, default=5, help="episodes per pair")
     parser.add_argument("--seed", type=int, default=777)
     args = parser.parse_args(argv)
-    run = load_run(args.weights)
-    net, split = run.network(), run.split
+    net, split, gridworld = load_checkpoint(args.checkpoint)
     for name, pairs in (("seen", split.seen), ("unseen", split.unseen)):
-        r = evaluate(torch_greedy_policy(net), list(pairs), args.episodes, seed=args.seed, env_kwargs=run.config.env_kwargs)
+        r = evaluate(torch_greedy_policy(net), list(pairs), args.episodes, seed=args.seed, env_kwargs=gridworld)
         _print_outcomes(name, r, np.ones(len(pairs), bool))
         if name == "unseen":
             covered = first_colour_covered(split, list(pairs))

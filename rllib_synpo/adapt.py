@@ -1,15 +1,20 @@
-"""Transfer to new environments and tasks (the paper's settings 2 and 3), without Ray.
+"""Transfer to new environments and tasks (the paper's settings 2 and 3), without a Ray cluster.
 
 A trained SynPo checkpoint is loaded; every environment and task that none of its seen pairs
 covers is *new* (e.g. envs 10-19 and tasks 10-19 of a checkpoint trained on
 `transfer_split`'s P quadrant), and so is every maze file the user brings (appended as
 environments ``num_envs, num_envs + 1, ...``). New environments and tasks get fresh, seeded
-embedding rows (N(0, 1), `nn.Embedding`'s own initialization); every other parameter, and the
-old rows, stay frozen. Only the new rows learn, by imitation (the network's own loss terms) from
-one expert demonstration per pair of the setting's quadrants:
+embedding rows (N(0, 1), `nn.Embedding`'s own initialization); every other parameter and buffer,
+and the old rows, stay frozen. Only the new rows learn, by imitation (the network's own loss
+terms) from one expert demonstration per pair of the setting's quadrants:
 
 - setting 2: the cross quadrants, (new env, old task) and (old env, new task);
 - setting 3: (new env, new task).
+
+The updates are those of SynPo's RLlib learner (`rllib_synpo.learner.SynPoTorchLearner`, the one
+`SynPo` trains with), built locally from a `SynPoConfig` of the checkpoint whose
+``learner_config_dict`` names the rows to train (`ADAPT_ROWS_KEY`); the batches are built as
+`SynPo`'s are, from random demonstration states.
 
 Then the whole matrix is evaluated greedily. Written to ``out``: ``summary.json``,
 ``transfer_table.csv`` / ``.md`` (the paper's three columns: cross (Q env, P task),
@@ -23,9 +28,10 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -34,14 +40,33 @@ from synpo_envs.gridworld.mazes import Maze, load_mazes, resolve_mazes
 from synpo_envs.splits import TRANSFER_SETTINGS, Split
 from torch import nn
 
-from rllib_synpo.checks import NON_NEGATIVE_INT, NON_NEGATIVE_NUMBER, POSITIVE_INT, POSITIVE_NUMBER, bad_setting
+from rllib_synpo.checks import (
+    NON_NEGATIVE_INT,
+    NON_NEGATIVE_NUMBER,
+    POSITIVE_INT,
+    POSITIVE_NUMBER,
+    bad_setting,
+)
+from rllib_synpo.losses import LossWeights
+
+if TYPE_CHECKING:
+    from rllib_synpo.config import SynPoConfig
+    from rllib_synpo.learner import SynPoTorchLearner
+    from rllib_synpo.rl_module import SynPoTorchRLModule
 
 Pair = tuple[int, int]
+# Embedding name (an ``nn.Embedding`` of the network) -> the row ids that train.
+Rows = Mapping[str, Sequence[int]]
 # The paper's table: column -> (environment is new, task is new).
-TABLE_COLUMNS = {"cross (Q env, P task)": (True, False), "cross (P env, Q task)": (False, True), "Q pairs": (True, True)}
+TABLE_COLUMNS = {
+    "cross (Q env, P task)": (True, False),
+    "cross (P env, Q task)": (False, True),
+    "Q pairs": (True, True),
+}
 PAPER_ITERATIONS = 10_000
 LOG_EVERY = 100
 PROGRESS_EVERY = 1000  # iterations between progress reports (and the last one)
+_PAPER_WEIGHTS = LossWeights()  # the loss weights' defaults live in `LossWeights` alone
 
 
 class AdaptError(ValueError):
@@ -56,9 +81,9 @@ class AdaptConfig:
     iterations: int = PAPER_ITERATIONS
     batch_size: int = 256  # demonstration states per update
     lr: float = 1e-3
-    l1: float = 0.01
-    l2: float = 0.1
-    l3: float = 0.001
+    l1: float = _PAPER_WEIGHTS.l1
+    l2: float = _PAPER_WEIGHTS.l2
+    l3: float = _PAPER_WEIGHTS.l3
     episodes_per_pair: int = 100  # evaluation
     seed: int = 0
     new_mazes: list[str] = field(default_factory=list)  # maze files: extra environments
@@ -88,30 +113,46 @@ class NewIds:
     def is_new(self, pair: Pair) -> tuple[bool, bool]:
         return pair[0] in self.envs, pair[1] in self.tasks
 
+    def rows(self) -> dict[str, tuple[int, ...]]:
+        """The embedding rows that learn: the new environments' and the new tasks'."""
+        rows = {"env_embedding": self.envs, "task_embedding": self.tasks}
+        return {name: ids for name, ids in rows.items() if ids}
+
     def demonstrated_pairs(self, setting: int) -> list[Pair]:
         """The pairs that get one demonstration: setting 2 the cross quadrants, setting 3 Q."""
         if setting == 2:
             wanted = [(True, False), (False, True)]
             if not (self.envs or self.tasks):
-                raise AdaptError("setting 2 needs a new environment or a new task; the checkpoint's seen pairs cover all and no maze file was given")
+                raise AdaptError(
+                    "setting 2 needs a new environment or a new task; the checkpoint's seen pairs cover all "
+                    "and no maze file was given"
+                )
         else:
             wanted = [(True, True)]
             if not (self.envs and self.tasks):
-                raise AdaptError(f"setting 3 needs new environments and new tasks; new environments {list(self.envs)}, new tasks {list(self.tasks)}")
-        return [(e, t) for e in range(self.num_envs) for t in range(self.num_tasks) if self.is_new((e, t)) in wanted]
+                raise AdaptError(
+                    f"setting 3 needs new environments and new tasks; new environments {list(self.envs)}, "
+                    f"new tasks {list(self.tasks)}"
+                )
+        pairs = [(e, t) for e in range(self.num_envs) for t in range(self.num_tasks)]
+        return [pair for pair in pairs if self.is_new(pair) in wanted]
 
 
 def new_ids(seen: Sequence[Pair], num_old_envs: int, num_tasks: int, num_added_envs: int) -> NewIds:
     """Environments and tasks in no seen pair, plus the added environments."""
     seen_envs, seen_tasks = {e for e, _ in seen}, {t for _, t in seen}
-    envs = [e for e in range(num_old_envs) if e not in seen_envs] + list(range(num_old_envs, num_old_envs + num_added_envs))
+    added = range(num_old_envs, num_old_envs + num_added_envs)
+    envs = [e for e in range(num_old_envs) if e not in seen_envs] + list(added)
     tasks = [t for t in range(num_tasks) if t not in seen_tasks]
     return NewIds(num_old_envs + num_added_envs, num_tasks, tuple(envs), tuple(tasks))
 
 
-def renew_embedding(embedding: nn.Embedding, num_rows: int, new_rows: Sequence[int], generator: torch.Generator) -> tuple[nn.Embedding, torch.Tensor]:
+def renew_embedding(
+    embedding: nn.Embedding, num_rows: int, new_rows: Sequence[int], generator: torch.Generator
+) -> tuple[nn.Embedding, torch.Tensor]:
     """An embedding of ``num_rows`` rows: the old rows copied, the ``new_rows`` (old or appended)
-    drawn afresh; only the new rows receive gradients. Returns (embedding, new-row mask)."""
+    drawn afresh from N(0, 1) with ``generator``. Returns (embedding, new-row mask). Which rows
+    then learn is the learner's business (`learn_rows`)."""
     old_rows, dim = embedding.weight.shape
     if num_rows < old_rows:
         raise AdaptError(f"cannot shrink an embedding of {old_rows} rows to {num_rows}")
@@ -124,14 +165,7 @@ def renew_embedding(embedding: nn.Embedding, num_rows: int, new_rows: Sequence[i
         grown.weight[:old_rows] = embedding.weight.detach()
         fresh = torch.randn(num_rows, dim, generator=generator).to(grown.weight)
         grown.weight[mask] = fresh[mask]
-    grown.weight.register_hook(lambda grad: grad * mask.to(grad.device, grad.dtype).unsqueeze(-1))
     return grown, mask
-
-
-def freeze_all_but(net: nn.Module, trainable: Sequence[nn.Parameter]) -> None:
-    """Only the ``trainable`` parameters of ``net`` receive gradients."""
-    for parameter in net.parameters():
-        parameter.requires_grad_(any(parameter is p for p in trainable))
 
 
 def collect_demonstrations(pairs: Sequence[Pair], env_kwargs: dict, seed: int) -> dict[str, np.ndarray]:
@@ -140,7 +174,8 @@ def collect_demonstrations(pairs: Sequence[Pair], env_kwargs: dict, seed: int) -
     env = BatchedGridWorld(len(pairs), **env_kwargs)
     obs, info = env.reset(seed=seed, options={"pairs": list(pairs)})
     active = np.ones(len(pairs), bool)
-    steps: dict[str, list[np.ndarray]] = {"obs": [], "env_id": [], "task_id": [], "expert_action": [], "reward": []}
+    keys = ("obs", "env_id", "task_id", "expert_action", "reward")
+    steps: dict[str, list[np.ndarray]] = {key: [] for key in keys}
     while active.any():
         rows = np.flatnonzero(active)
         actions = info["expert_action"]
@@ -153,56 +188,102 @@ def collect_demonstrations(pairs: Sequence[Pair], env_kwargs: dict, seed: int) -
     return {key: np.concatenate(values) for key, values in steps.items()}
 
 
-def demonstration_batch(demos: dict[str, np.ndarray], rows: np.ndarray) -> dict:
-    """The learner's batch columns for the demonstration states ``rows``."""
-    from ray.rllib.core.columns import Columns
-
-    from rllib_synpo.learner import EXECUTED_ACTION, EXPERT_ACTION
-
-    expert = torch.as_tensor(demos["expert_action"][rows]).long()
-    return {
-        Columns.OBS: {key: torch.as_tensor(demos[key][rows]) for key in ("obs", "env_id", "task_id")},
-        EXPERT_ACTION: expert,
-        EXECUTED_ACTION: expert,
-        Columns.REWARDS: torch.as_tensor(demos["reward"][rows]),
-    }
+def demonstration_sample(demos: dict[str, np.ndarray], rows: np.ndarray) -> dict[str, np.ndarray]:
+    """The demonstration states ``rows`` as a replay sample (`TrajectoryReplay.sample_states`'s
+    keys; the expert's action is also the executed one)."""
+    sample = {key: demos[key][rows] for key in ("obs", "env_id", "task_id", "expert_action", "reward")}
+    return {**sample, "action": sample["expert_action"]}
 
 
-def train_new_embeddings(
-    module, demos: dict[str, np.ndarray], config: AdaptConfig, trainable: list[nn.Parameter], progress: Callable[[dict], None] | None = None
+def demonstration_batch(demos: dict[str, np.ndarray], rows: np.ndarray) -> dict[str, Any]:
+    """The learner's batch columns (as `SynPo` builds them) for the demonstration states
+    ``rows``, as torch tensors: for forward passes outside the learner."""
+    from ray.rllib.utils.torch_utils import convert_to_torch_tensor
+
+    from rllib_synpo.algorithm import learner_batch
+    from rllib_synpo.config import MODULE_ID
+
+    columns = learner_batch(demonstration_sample(demos, rows)).policy_batches[MODULE_ID]
+    return convert_to_torch_tensor(dict(columns))
+
+
+def adaptation_config(
+    model_config: dict, world: dict, rows: Rows, config: AdaptConfig, split: Split | None = None
+) -> SynPoConfig:
+    """The `SynPoConfig` whose learner trains only ``rows`` of the network ``model_config``
+    builds for the gridworld ``world`` (its mazes give the environment count), at the loss
+    weights and learning rate of ``config``; ``split``: the checkpoint's training split."""
+    from rllib_synpo.config import SynPoConfig
+    from rllib_synpo.learner import ADAPT_ROWS_KEY
+
+    synpo = SynPoConfig().rl_module(model_config=dict(model_config))
+    synpo.training(l1=config.l1, l2=config.l2, l3=config.l3, lr=config.lr, split=split)
+    synpo.environment(env_config={"gridworld": dict(world)})
+    synpo.learners(learner_config_dict={ADAPT_ROWS_KEY: {name: list(ids) for name, ids in rows.items()}})
+    return synpo.debugging(seed=config.seed)
+
+
+def build_adaptation_learner(synpo: SynPoConfig) -> SynPoTorchLearner:
+    """The local `SynPoTorchLearner` of the `adaptation_config` ``synpo`` (no Ray cluster): its
+    module's spaces are those of the config's gridworld."""
+    from rllib_synpo.config import MODULE_ID
+
+    gridworld = BatchedGridWorld(1, **synpo.env_config["gridworld"])
+    spaces = {MODULE_ID: (gridworld.single_observation_space, gridworld.single_action_space)}
+    return synpo.build_learner(spaces=spaces)
+
+
+def learn_rows(
+    module: SynPoTorchRLModule,
+    rows: Rows,
+    demos: dict[str, np.ndarray],
+    world: dict,
+    config: AdaptConfig,
+    *,
+    split: Split | None = None,
+    progress: Callable[[dict], None] | None = None,
 ) -> list[dict]:
-    """``config.iterations`` Adam steps on the network's loss terms over random demonstration
-    states (seeded); only ``trainable`` moves (its frozen rows get zero gradients). ``progress``
-    gets the log row every `PROGRESS_EVERY` iterations and at the end."""
-    from rllib_synpo.learner import synpo_loss_terms
-    from rllib_synpo.losses import TOTAL_LOSS, LossWeights
+    """Trains the embedding ``rows`` of the SynPo RLModule ``module`` (in place) by
+    ``config.iterations`` updates of SynPo's learner on ``config.batch_size`` random
+    demonstration states each (seeded); everything else stays bit-identical (see
+    `SynPoTorchLearner`). Returns the log: every `LOG_EVERY` iterations and the last, the
+    learner's loss terms and action accuracy; ``progress`` gets the row every
+    `PROGRESS_EVERY` iterations and at the end."""
+    from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 
+    from rllib_synpo.algorithm import learner_batch
+    from rllib_synpo.config import MODULE_ID
+
+    learner = build_adaptation_learner(adaptation_config(module.model_config, world, rows, config, split))
+    trained = learner.module[MODULE_ID].unwrapped()
+    trained.load_state_dict(module.state_dict())
     rng = np.random.default_rng(config.seed)
-    optimizer = torch.optim.Adam(trainable, lr=config.lr)  # no weight decay: frozen rows stay put
-    weights = LossWeights(config.l1, config.l2, config.l3)
-    module.eval()  # normalization statistics are frozen too
     log = []
-    for iteration in range(1, config.iterations + 1):
-        batch = demonstration_batch(demos, rng.integers(len(demos["reward"]), size=config.batch_size))
-        fwd_out = module.forward_train(batch)
-        terms = synpo_loss_terms(module, batch, fwd_out, weights)
-        optimizer.zero_grad()
-        terms[TOTAL_LOSS].backward()
-        optimizer.step()
-        if iteration % LOG_EVERY == 0 or iteration == config.iterations:
-            with torch.no_grad():
-                accuracy = (fwd_out["action_dist_inputs"].argmax(-1) == batch["expert_action"]).float().mean()
-            log.append({"iteration": iteration, **{k: float(v.detach()) for k, v in terms.items()}, "action_accuracy": float(accuracy)})
-            if progress is not None and (iteration % PROGRESS_EVERY == 0 or iteration == config.iterations):
-                progress(log[-1])
+    try:
+        for iteration in range(1, config.iterations + 1):
+            sample = demonstration_sample(demos, rng.integers(len(demos["reward"]), size=config.batch_size))
+            # `learner_batch`: the learner's batch exactly as SynPo training builds it.
+            results = learner.update(batch=learner_batch(sample))
+            if iteration % LOG_EVERY == 0 or iteration == config.iterations:
+                metrics = MetricsLogger.peek_results(results)[MODULE_ID]
+                losses = {name: float(value) for name, value in metrics.items() if name.endswith("_loss")}
+                accuracy = float(metrics["action_accuracy"])
+                log.append({"iteration": iteration, **losses, "action_accuracy": accuracy})
+                last = iteration == config.iterations
+                if progress is not None and (iteration % PROGRESS_EVERY == 0 or last):
+                    progress(log[-1])
+    finally:
+        learner.shutdown()
+    module.load_state_dict(trained.state_dict())
     return log
 
 
 def transfer_table(matrix: np.ndarray, ids: NewIds) -> dict[str, float | None]:
     """AvgSR (%) of the paper's three columns (None where a column has no pair)."""
     table = {}
+    pairs = [(e, t) for e in range(ids.num_envs) for t in range(ids.num_tasks)]
     for column, wanted in TABLE_COLUMNS.items():
-        values = [matrix[e, t] for e in range(ids.num_envs) for t in range(ids.num_tasks) if ids.is_new((e, t)) == wanted]
+        values = [matrix[pair] for pair in pairs if ids.is_new(pair) == wanted]
         table[column] = float(100 * np.mean(values)) if values else None
     return table
 
@@ -221,20 +302,20 @@ def _world_mazes(gridworld: dict, new_files: Sequence[str | os.PathLike]) -> tup
 
 @dataclass
 class Adaptation:
-    """A loaded checkpoint whose new embedding rows are drawn and are the only trainable part."""
+    """A loaded checkpoint whose embeddings are grown and whose new rows are drawn."""
 
     checkpoint: Path
-    module: object  # the SynPo RLModule (its ``net`` carries the grown embeddings)
+    module: SynPoTorchRLModule  # its ``net`` carries the grown embeddings
     split: Split  # the checkpoint's training split
     ids: NewIds
     demonstrated: list[Pair]
     world: dict  # gridworld kwargs with every maze, old and added
-    trainable: list[nn.Parameter]
 
 
 def prepare(checkpoint: str | Path, config: AdaptConfig) -> Adaptation:
-    """Loads the checkpoint, adds the new environments' mazes, draws the new rows (seeded) and
-    freezes everything else."""
+    """Loads the checkpoint, adds the new environments' mazes and grows the embeddings: the old
+    rows copied, the new ones drawn from N(0, 1) (environments first, then tasks, from one
+    generator seeded with ``config.seed``)."""
     from rllib_synpo.evaluate import read_gridworld_checkpoint
 
     config.check()
@@ -242,25 +323,29 @@ def prepare(checkpoint: str | Path, config: AdaptConfig) -> Adaptation:
     net = module.net
     old_mazes, added = _world_mazes(gridworld, config.new_mazes)
     if net.env_embedding.num_embeddings != len(old_mazes):
-        raise AdaptError(f"{path}: the network has {net.env_embedding.num_embeddings} environment rows but its gridworld {len(old_mazes)} mazes")
+        raise AdaptError(
+            f"{path}: the network has {net.env_embedding.num_embeddings} environment rows but its gridworld "
+            f"{len(old_mazes)} mazes"
+        )
     ids = new_ids(split.seen, len(old_mazes), net.task_embedding.num_embeddings, len(added))
     demonstrated = ids.demonstrated_pairs(config.setting)
     generator = torch.Generator().manual_seed(config.seed)
-    trainable = []
-    for name, rows, total in (("env_embedding", ids.envs, ids.num_envs), ("task_embedding", ids.tasks, ids.num_tasks)):
+    for name, total in (("env_embedding", ids.num_envs), ("task_embedding", ids.num_tasks)):
+        rows = ids.rows().get(name)
         if rows:
             grown, _ = renew_embedding(getattr(net, name), total, rows, generator)
             setattr(net, name, grown)
-            trainable.append(grown.weight)
-    freeze_all_but(net, trainable)
-    return Adaptation(path, module, split, ids, demonstrated, {**gridworld, "mazes": old_mazes + added}, trainable)
+    return Adaptation(path, module, split, ids, demonstrated, {**gridworld, "mazes": old_mazes + added})
 
 
 def adapt_checkpoint(
-    checkpoint: str | Path, config: AdaptConfig, out: str | Path = "adaptation", progress: Callable[[dict], None] | None = None
+    checkpoint: str | Path,
+    config: AdaptConfig,
+    out: str | Path = "adaptation",
+    progress: Callable[[dict], None] | None = None,
 ) -> dict:
-    """`prepare`, one demonstration per pair, train the new rows (``progress``: see
-    `train_new_embeddings`), evaluate the whole matrix, write ``out``; returns the summary."""
+    """`prepare`, one demonstration per pair, `learn_rows` of the new rows (``progress``: see
+    there), evaluate the whole matrix, write ``out``; returns the summary."""
     from rllib_synpo.evaluate import success_matrix, write_heatmap
     from rllib_synpo.evaluation import evaluate, torch_greedy_policy
 
@@ -268,29 +353,34 @@ def adapt_checkpoint(
     a = prepare(checkpoint, config)
     ids, net = a.ids, a.module.net
     demos = collect_demonstrations(a.demonstrated, a.world, seed=config.seed)
-    log = train_new_embeddings(a.module, demos, config, a.trainable, progress)
+    log = learn_rows(a.module, ids.rows(), demos, a.world, config, split=a.split, progress=progress)
     every_pair = [(e, t) for e in range(ids.num_envs) for t in range(ids.num_tasks)]
-    results = evaluate(torch_greedy_policy(net), every_pair, config.episodes_per_pair, seed=config.seed, env_kwargs=a.world)
+    policy = torch_greedy_policy(net)
+    results = evaluate(policy, every_pair, config.episodes_per_pair, seed=config.seed, env_kwargs=a.world)
 
-    world_split = Split(ids.num_envs, ids.num_tasks, a.split.seen, tuple(a.demonstrated), name=f"setting{config.setting}")
+    setting = f"setting{config.setting}"
+    world_split = Split(ids.num_envs, ids.num_tasks, a.split.seen, tuple(a.demonstrated), name=setting)
     matrix = success_matrix(results, world_split)
     table = transfer_table(matrix, ids)
     summary = {
-        "checkpoint": str(a.checkpoint), "config": asdict(config), "new_envs": list(ids.envs), "new_tasks": list(ids.tasks),
-        "demonstrated_pairs": len(a.demonstrated), "demonstration_states": len(demos["reward"]),
-        "table_avg_success_rate_percent": table, "final_losses": log[-1] if log else None,
-        "seconds": time.perf_counter() - start,
+        "checkpoint": str(a.checkpoint), "config": asdict(config), "new_envs": list(ids.envs),
+        "new_tasks": list(ids.tasks), "demonstrated_pairs": len(a.demonstrated),
+        "demonstration_states": len(demos["reward"]), "table_avg_success_rate_percent": table,
+        "final_losses": log[-1] if log else None, "seconds": time.perf_counter() - start,
     }
     out = Path(out)
     _write(out, summary, table, matrix, world_split, log, net)
     title = ", ".join(f"{k} {v:.1f}%" for k, v in table.items() if v is not None)
     write_heatmap(matrix, world_split, out / "heatmap.png", f"setting {config.setting}: {title}")
     demonstrated = Split(ids.num_envs, ids.num_tasks, tuple(a.demonstrated))
-    write_heatmap(matrix, demonstrated, out / "heatmap_demonstrated.png", f"setting {config.setting}, demonstrated pairs boxed")
+    title = f"setting {config.setting}, demonstrated pairs boxed"
+    write_heatmap(matrix, demonstrated, out / "heatmap_demonstrated.png", title)
     return summary
 
 
-def _write(out: Path, summary: dict, table: dict, matrix: np.ndarray, split: Split, log: list[dict], net: nn.Module) -> None:
+def _write(
+    out: Path, summary: dict, table: dict, matrix: np.ndarray, split: Split, log: list[dict], net: nn.Module
+) -> None:
     import pandas as pd
 
     out.mkdir(parents=True, exist_ok=True)
@@ -298,6 +388,8 @@ def _write(out: Path, summary: dict, table: dict, matrix: np.ndarray, split: Spl
     pd.DataFrame([table]).to_csv(out / "transfer_table.csv", index=False)
     cells = " | ".join("-" if v is None else f"{v:.1f}" for v in table.values())
     (out / "transfer_table.md").write_text(f"| {' | '.join(table)} |\n|{'---|' * len(table)}\n| {cells} |\n")
-    pd.DataFrame(matrix, index=pd.Index(range(split.num_envs), name="env_id"), columns=[f"task_{t}" for t in range(split.num_tasks)]).to_csv(out / "success_matrix.csv")
+    index = pd.Index(range(split.num_envs), name="env_id")
+    columns = [f"task_{t}" for t in range(split.num_tasks)]
+    pd.DataFrame(matrix, index=index, columns=columns).to_csv(out / "success_matrix.csv")
     pd.DataFrame(log).to_csv(out / "adapt_log.csv", index=False)
     torch.save(net.state_dict(), out / "adapted_network.pt")

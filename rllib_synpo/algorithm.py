@@ -9,7 +9,6 @@ to them only where that copy is read (`get_module`, `evaluate`, a checkpoint).
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -27,8 +26,8 @@ from ray.rllib.utils.metrics import (
 )
 from ray.tune.result import TIME_TOTAL_S
 
-from rllib_synpo.checkpoint_files import atomic_pickle, atomic_write, load_pickle
-from rllib_synpo.config import MODULE_ID, TRAINING_SECONDS, SynPoConfig, resolve_split
+from rllib_synpo.checkpoint_files import META_FILE, MODULE_ID, REPLAY_FILE, atomic_pickle, load_pickle, write_meta
+from rllib_synpo.config import TRAINING_SECONDS, SynPoConfig, resolve_split
 from rllib_synpo.learner import EXECUTED_ACTION, EXPERT_ACTION, NEXT_ROW, TASK_LABELS
 from rllib_synpo.losses import SF_TD_LOSS
 from rllib_synpo.replay import TrajectoryReplay
@@ -36,10 +35,27 @@ from rllib_synpo.rl_module import check_model_config
 from rllib_synpo.thor.pair_env import THOR_PAIRS_ENV_NAME, thor_frame_layout
 from rllib_synpo.trajectories import FrameLayout, collect_trajectories
 
-REPLAY_FILE = "synpo_replay.pkl"
-META_FILE = "synpo_meta.json"  # split and gridworld settings, for evaluation without Ray
+__all__ = ["META_FILE", "REPLAY_FILE", "SynPo", "learner_batch", "register"]
 NUM_STATES_COLLECTED = "num_states_collected"
 NUM_STATES_COLLECTED_LIFETIME = "num_states_collected_lifetime"
+
+
+def learner_batch(sample: dict[str, np.ndarray], layout: FrameLayout | None = None) -> MultiAgentBatch:
+    """The learner's batch of a replay sample (`TrajectoryReplay.sample`/`sample_states` keys):
+    what `SynPo` trains on, and what adaptation and the benchmarks feed the same learner."""
+    layout = layout or FrameLayout()  # the gridworld's
+    obs = {layout.key: sample["obs"], **{key: sample[key] for key in layout.per_step}}
+    columns = {
+        Columns.OBS: {**obs, "env_id": sample["env_id"], "task_id": sample["task_id"]},
+        EXPERT_ACTION: sample["expert_action"],
+        EXECUTED_ACTION: sample["action"],
+        Columns.REWARDS: sample["reward"],
+    }
+    if "task_labels" in sample:
+        columns[TASK_LABELS] = sample["task_labels"]
+    if "next_row" in sample:
+        columns[NEXT_ROW] = sample["next_row"]
+    return MultiAgentBatch({MODULE_ID: SampleBatch(columns)}, env_steps=len(sample["reward"]))
 
 
 class SynPo(Algorithm):
@@ -99,13 +115,28 @@ class SynPo(Algorithm):
         if len(self.replay) < self.config.warmup_trajectories:
             return
         with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
-            for _ in range(self.config.updates_per_iteration):
-                batch = self._train_batch(self._sample(), self.layout)
-                # The schedule clock under the key RLlib's learners read for schedules.
-                timesteps = {NUM_ENV_STEPS_SAMPLED_LIFETIME: self._schedule_clock()}
-                results = self.learner_group.update(batch=batch, timesteps=timesteps)
-                self.metrics.aggregate(results, key=LEARNER_RESULTS)
+            self._update_learner()
         self._env_runner_weights_stale = True
+
+    def _update_learner(self) -> None:
+        """``updates_per_iteration`` learner updates. Batches of independent states are drawn
+        at once and cut into the updates' minibatches by the learner (one call: RLlib's per-call
+        work, such as reducing its metrics, is paid once an iteration); whole trajectories, and
+        states with their successors (rows that point at other rows), one update a call."""
+        updates = self.config.updates_per_iteration
+        # The schedule clock under the key RLlib's learners read for schedules.
+        timesteps = {NUM_ENV_STEPS_SAMPLED_LIFETIME: self._schedule_clock()}
+        size = self.config.states_per_update
+        if size is not None and not self._with_successors:
+            batch = learner_batch(self.replay.sample_states(updates * size), self.layout)
+            results = self.learner_group.update(batch=batch, timesteps=timesteps, minibatch_size=size, num_epochs=1)
+            self.metrics.aggregate(results, key=LEARNER_RESULTS)
+            return
+        for _ in range(updates):
+            batch = learner_batch(self._sample(), self.layout)
+            results = self.learner_group.update(batch=batch, timesteps=timesteps)
+            self.metrics.aggregate(results, key=LEARNER_RESULTS)
+            timesteps = {NUM_ENV_STEPS_SAMPLED_LIFETIME: self._schedule_clock()}
 
     def _sync_env_runner_weights(self) -> None:
         """The learner's weights to the env runners, if they changed since the last sync."""
@@ -133,31 +164,12 @@ class SynPo(Algorithm):
     def evaluate(self, parallel_train_future=None) -> dict:
         """Greedy AvgSR, return and first-pick accuracy on seen and unseen pairs (batched,
         ``greedy_episodes_per_pair`` each); RLlib files it under ``evaluation/``."""
-        from rllib_synpo.evaluate import flat_summary
-        from rllib_synpo.evaluation import evaluate, torch_greedy_policy
+        from rllib_synpo.evaluate import greedy_summary
 
-        split = resolve_split(self.config.split)
-        results = evaluate(
-            torch_greedy_policy(self.get_module(MODULE_ID).net), split.all_pairs, self.config.greedy_episodes_per_pair,
-            seed=self.config.seed or 0, env_kwargs=self.config.env_config.get("gridworld", {}),
+        return greedy_summary(
+            self.get_module(MODULE_ID).net, resolve_split(self.config.split), self.config.greedy_episodes_per_pair,
+            seed=self.config.seed or 0, gridworld=self.config.env_config.get("gridworld", {}),
         )
-        return flat_summary(results, split)
-
-    @staticmethod
-    def _train_batch(sample: dict[str, np.ndarray], layout: FrameLayout | None = None) -> MultiAgentBatch:
-        layout = layout or FrameLayout()  # the gridworld's
-        obs = {layout.key: sample["obs"], **{key: sample[key] for key in layout.per_step}}
-        columns = {
-            Columns.OBS: {**obs, "env_id": sample["env_id"], "task_id": sample["task_id"]},
-            EXPERT_ACTION: sample["expert_action"],
-            EXECUTED_ACTION: sample["action"],
-            Columns.REWARDS: sample["reward"],
-        }
-        if "task_labels" in sample:
-            columns[TASK_LABELS] = sample["task_labels"]
-        if "next_row" in sample:
-            columns[NEXT_ROW] = sample["next_row"]
-        return MultiAgentBatch({MODULE_ID: SampleBatch(columns)}, env_steps=len(sample["reward"]))
 
     # --- the replay is part of the checkpoint, so a resumed run loses nothing -------------
     def get_state(self, *args, **kwargs) -> dict:
@@ -174,15 +186,13 @@ class SynPo(Algorithm):
     def save_to_path(self, path=None, **kwargs):
         path = super().save_to_path(path, **kwargs)
         atomic_pickle(Path(path) / REPLAY_FILE, self.replay.get_state())
-        meta = {
-            "module_id": MODULE_ID,
-            "split": resolve_split(self.config.split).to_dict(),
-            "gridworld": self.config.env_config.get("gridworld", {}),
-            "model_config": check_model_config(self.config.model_config),  # PPO fine-tuning builds the same network
-        }
+        thor = {}
         if self.config.env == THOR_PAIRS_ENV_NAME:
-            meta["env"], meta["thor"] = THOR_PAIRS_ENV_NAME, _json_safe(self.config.env_config.get("thor", {}))
-        atomic_write(Path(path) / META_FILE, json.dumps(meta, indent=1))
+            thor = {"env": THOR_PAIRS_ENV_NAME, "thor": _json_safe(self.config.env_config.get("thor", {}))}
+        write_meta(
+            path, split=resolve_split(self.config.split).to_dict(), gridworld=self.config.env_config.get("gridworld", {}),
+            model_config=check_model_config(self.config.model_config), **thor,
+        )
         return path
 
     def restore_from_path(self, path, *args, **kwargs):

@@ -1,9 +1,16 @@
 """The files SynPo adds to RLlib checkpoints, written atomically (a temporary file in the same
-folder, then a rename: a killed run never leaves a half-written file) and read back."""
+folder, then a rename: a killed run never leaves a half-written file) and read back, and where
+an algorithm checkpoint keeps the module.
+
+Every SynPo or SynPoPPO checkpoint holds `META_FILE`: the module id, the split, the gridworld
+settings and the module's model config (`write_meta`), which is what evaluation, adaptation and
+PPO fine-tuning read to rebuild the network and the pairs without Ray.
+"""
 
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import pickle
 import tempfile
@@ -11,6 +18,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
+
+META_FILE = "synpo_meta.json"
+REPLAY_FILE = "synpo_replay.pkl"
+MODULE_ID = "synpo"  # every pair slot maps to this one shared module
+# Where an algorithm checkpoint keeps the module (also the `component` argument that restores it).
+MODULE_COMPONENT = f"learner_group/learner/rl_module/{MODULE_ID}"
 
 # Level 1: the replay's uint8 frames shrink ~20x (199 MB -> 10 MB for 6,400 gridworld
 # trajectories) and compressing them is faster than writing them uncompressed.
@@ -51,3 +64,16 @@ def load_pickle(path: Path) -> Any:
             return pickle.load(f)
         with gzip.GzipFile(fileobj=f, mode="rb") as unzipped:
             return pickle.load(unzipped)
+
+
+def write_meta(checkpoint: str | os.PathLike, *, split: dict, gridworld: dict, model_config: dict, **extra: Any) -> None:
+    """Writes `META_FILE` into ``checkpoint``: ``split`` (`Split.to_dict`), the gridworld
+    settings, the module's checked model config, and ``extra`` entries (e.g. ``env``, ``thor``
+    or ``algorithm``)."""
+    meta = {"module_id": MODULE_ID, "split": split, "gridworld": gridworld, "model_config": model_config, **extra}
+    atomic_write(Path(checkpoint) / META_FILE, json.dumps(meta, indent=1))
+
+
+def read_meta(checkpoint: str | os.PathLike) -> dict:
+    """The `META_FILE` of ``checkpoint``."""
+    return json.loads((Path(checkpoint) / META_FILE).read_text())

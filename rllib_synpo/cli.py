@@ -2,7 +2,8 @@
 Tune, and SynPo evaluation.
 
     rllib train file tuned_examples/synpo_gridworld.yaml [--stop '{"training_iteration": 5}']
-    rllib evaluate CHECKPOINT [--episodes-per-pair 100] [--pairs seen|unseen|all] [--out DIR]
+    rllib evaluate CHECKPOINT|EXPERIMENT_DIR [--episodes-per-pair 100] [--pairs seen|unseen|all] [--out DIR]
+    rllib report EXPERIMENT_DIR [--out DIR]
     rllib synpo adapt CHECKPOINT --setting 2|3 [--new-maze FILE ...] [--iterations 10000] [--out DIR]
 
 Problems with the input (missing file, malformed YAML, unknown keys or algorithm) end with a
@@ -70,11 +71,54 @@ def _check_experiment(path: Path, name: str, spec: Any) -> None:
     unknown = sorted(k for k in config if k not in known)
     if unknown:
         raise UsageError(f"{where}: unknown config key(s) {unknown} for {spec['run']}")
-    if not any(_is_tune_search(v) for v in config.values()):
+    variants = grid_variants(config)
+    for variant, choices in variants:
+        if _has_tune_search(variant):
+            continue  # a random search space: its samples are checked when Tune draws them
         try:
-            default.update_from_dict(config).validate()
+            default.copy(copy_frozen=False).update_from_dict(variant).validate()
         except (ValueError, TypeError) as err:
-            raise UsageError(f"{where}: {str(err).strip().splitlines()[0]}") from None
+            trial = f" (grid {choices})" if len(variants) > 1 else ""
+            raise UsageError(f"{where}{trial}: {str(err).strip().splitlines()[0]}") from None
+
+
+def grid_variants(config: Any, path: str = "") -> list[tuple[Any, str]]:
+    """Every combination of the ``{grid_search: [...]}`` values in ``config`` (at any depth),
+    as (config with those values, "key=value, ..." naming the choices); one entry when there is
+    no grid. Other search spaces are left in place."""
+    if isinstance(config, dict) and set(config) == {"grid_search"}:
+        values = config["grid_search"]
+        if not isinstance(values, list) or not values:
+            raise UsageError(f"{path or 'config'}: grid_search takes a non-empty list, got {values!r}")
+        return [
+            (resolved, ", ".join(filter(None, [f"{path}={_short(value)}", inner])))
+            for value in values
+            for resolved, inner in grid_variants(value, path)
+        ]
+    if not isinstance(config, dict):
+        return [(config, "")]
+    variants: list[tuple[dict, str]] = [({}, "")]
+    for key, value in config.items():
+        where = f"{path}.{key}" if path else key
+        variants = [
+            ({**done, key: resolved}, ", ".join(filter(None, [names, inner])))
+            for done, names in variants
+            for resolved, inner in grid_variants(value, where)
+        ]
+    return variants
+
+
+def _short(value: Any) -> str:
+    """A grid value as the choice names show it (a network's config by its network)."""
+    if isinstance(value, dict) and "network" in value:
+        return str(value["network"])
+    return json.dumps(value) if isinstance(value, (dict, list)) else str(value)
+
+
+def _has_tune_search(value: Any) -> bool:
+    if _is_tune_search(value):
+        return True
+    return isinstance(value, dict) and any(_has_tune_search(v) for v in value.values())
 
 
 def experiment_config(spec: dict) -> dict:
@@ -85,8 +129,11 @@ def experiment_config(spec: dict) -> dict:
     return config
 
 
+TUNE_SEARCH_KEYS = {"grid_search", "choice", "uniform", "loguniform", "randint", "quniform", "normal"}
+
+
 def _is_tune_search(value: Any) -> bool:
-    return isinstance(value, dict) and len(value) == 1 and next(iter(value)) in {"grid_search", "choice", "uniform", "loguniform"}
+    return isinstance(value, dict) and len(value) == 1 and next(iter(value)) in TUNE_SEARCH_KEYS
 
 
 def algorithm_class(name: str, where: str = "run"):
@@ -162,6 +209,12 @@ def _without_tunes_resume_hint(record: logging.LogRecord) -> bool:
     return "Resume experiment with" not in record.getMessage()
 
 
+def _without_new_api_stack_notice(record: logging.LogRecord) -> bool:
+    """Drops RLlib's notice that an algorithm runs on the new API stack (SynPo only runs there:
+    nothing for the user to act on) while the command checks the experiment files."""
+    return "on the new API stack" not in record.getMessage()
+
+
 def _reached_stop(trial) -> bool:
     """Whether a trial met one of its stop criteria (Tune marks a Ctrl-C'd trial TERMINATED too)."""
     from ray.tune.utils import flatten_dict
@@ -181,16 +234,53 @@ def _resume_command(args: argparse.Namespace) -> str:
 
 
 def evaluate_command(args: argparse.Namespace) -> int:
+    """One checkpoint, or every trial of an experiment folder (the newest checkpoint of each,
+    into ``<trial>/evaluation``, or ``--out/<trial>`` where there are several; a trial already
+    evaluated with the same checkpoint and settings is skipped)."""
+    from rllib_synpo.evaluate import TRIAL_EVALUATION, find_checkpoint, is_evaluated, trial_folders
+
+    trials = trial_folders(args.checkpoint)
+    if len(trials) <= 1:
+        out = Path(args.out) if args.out else (trials[0] / TRIAL_EVALUATION if trials else Path(TRIAL_EVALUATION))
+        _evaluate_one(args, args.checkpoint, out)
+        return 0
+    settings = {"episodes_per_pair": args.episodes_per_pair, "pair_set": args.pairs, "seed": args.seed,
+                "policy": "sampled" if args.sample else "greedy"}
+    for number, trial in enumerate(trials, start=1):
+        out = Path(args.out) / trial.name if args.out else trial / TRIAL_EVALUATION
+        print(f"[trial {number}/{len(trials)}] {trial.name}")
+        if not any(trial.glob("checkpoint_*")):
+            print("no checkpoint yet, skipped")
+        elif is_evaluated(out, find_checkpoint(trial), settings):
+            print(f"already evaluated in {out}, skipped")
+        else:
+            _evaluate_one(args, trial, out)
+    return 0
+
+
+def _evaluate_one(args: argparse.Namespace, checkpoint: str | Path, out: Path) -> None:
     from rllib_synpo.evaluate import evaluate_checkpoint
 
-    summary = evaluate_checkpoint(args.checkpoint, episodes_per_pair=args.episodes_per_pair, pairs=args.pairs, out=args.out, seed=args.seed, sample=args.sample)
+    summary = evaluate_checkpoint(checkpoint, episodes_per_pair=args.episodes_per_pair, pairs=args.pairs, out=out,
+                                  seed=args.seed, sample=args.sample)
     for name in ("seen", "unseen"):
         part = summary[name]
         if part["pairs"]:
             print(f"{name:6s} pairs {part['pairs']:3d}  AvgSR {100 * part['avg_success_rate']:5.1f}%  "
                   f"avg return {part['avg_return']:7.2f}  first-pick accuracy {100 * part['first_pick_accuracy']:5.1f}%")
     print(f"checkpoint {summary['checkpoint']}")
-    print(f"wrote {args.out}/success_matrix.csv, summary.json, heatmap.png ({summary['seconds']:.0f} s)")
+    print(f"wrote {out}/success_matrix.csv, summary.json, heatmap.png ({summary['seconds']:.0f} s)", flush=True)
+
+
+def report_command(args: argparse.Namespace) -> int:
+    from rllib_synpo.report import ReportError, report_experiment
+
+    try:
+        paths = report_experiment(args.experiment, args.out)
+    except ReportError as err:
+        raise UsageError(str(err)) from None
+    for path in paths:
+        print(f"wrote {path}")
     return 0
 
 
@@ -223,8 +313,27 @@ def _adapt_progress(iterations: int):
     return report
 
 
+def _positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1 (argparse reports anything else in one line)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    return value
+
+
+class OneLineErrors(argparse.ArgumentParser):
+    """An argument parser whose bad input ends in one ``error: ...`` line and exit status 2."""
+
+    def error(self, message: str):
+        print(f"error: {self.prog}: {message}", file=sys.stderr)
+        raise SystemExit(USAGE_ERROR)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rllib", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineErrors(prog="rllib", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     verbs = parser.add_subparsers(dest="verb", required=True)
     train = verbs.add_parser("train", help="train from an experiment file")
     train_how = train.add_subparsers(dest="how", required=True)
@@ -235,14 +344,19 @@ def _parser() -> argparse.ArgumentParser:
     file.add_argument("--storage-path", help=f"where results and checkpoints go (default {DEFAULT_STORAGE})")
     file.add_argument("--resume", action="store_true", help="resume the experiment from its last checkpoints")
     file.set_defaults(func=train_file)
-    evaluate = verbs.add_parser("evaluate", help="evaluate a SynPo checkpoint on the gridworld")
-    evaluate.add_argument("checkpoint", help="a checkpoint, or an experiment folder (its newest checkpoint is used)")
-    evaluate.add_argument("--episodes-per-pair", type=int, default=100)
+    evaluate = verbs.add_parser("evaluate", help="evaluate SynPo checkpoints on the gridworld (every trial of an experiment)")
+    evaluate.add_argument("checkpoint", help="a checkpoint, a trial folder or an experiment folder (each trial's newest checkpoint)")
+    evaluate.add_argument("--episodes-per-pair", type=_positive_int, default=100)
     evaluate.add_argument("--pairs", choices=("seen", "unseen", "all"), default="all")
-    evaluate.add_argument("--out", default="evaluation")
+    evaluate.add_argument("--out", help="output folder (default: each trial's evaluation/ folder, else ./evaluation); "
+                                        "with several trials, one subfolder per trial")
     evaluate.add_argument("--seed", type=int, default=0)
     evaluate.add_argument("--sample", action="store_true", help="sample actions from the policy instead of the greedy action")
     evaluate.set_defaults(func=evaluate_command)
+    report = verbs.add_parser("report", help="a study's tables and figures from its experiment folder")
+    report.add_argument("experiment", help="an experiment folder of `rllib train file` (its trials evaluated by `rllib evaluate`)")
+    report.add_argument("--out", help="output folder (default: EXPERIMENT/report)")
+    report.set_defaults(func=report_command)
     synpo = verbs.add_parser("synpo", help="SynPo-specific commands").add_subparsers(dest="synpo_verb", required=True)
     adapt = synpo.add_parser("adapt", help="learn embeddings of new environments/tasks from one demonstration per pair (settings 2, 3)")
     adapt.add_argument("checkpoint", help="a SynPo checkpoint, or an experiment folder (its newest checkpoint is used)")
@@ -260,6 +374,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    logging.getLogger("ray.rllib.algorithms.algorithm_config").addFilter(_without_new_api_stack_notice)
     from synpo_envs.splits import SplitError
 
     from rllib_synpo.evaluate import CheckpointError

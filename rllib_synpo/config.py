@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
-from synpo_envs.splits import Split, random_split
+from synpo_envs.splits import Split, SplitError, random_split, ratio_split, transfer_split
 from synpo_envs.thor.constants import NUM_TASKS as NUM_THOR_TASKS
 
 from rllib_synpo.checks import (
@@ -22,7 +23,9 @@ from rllib_synpo.checks import (
     one_of,
     optional,
 )
+from rllib_synpo.checkpoint_files import MODULE_ID
 from rllib_synpo.env_runner import ExpertEnvRunner
+from rllib_synpo.losses import LossWeights
 from rllib_synpo.networks import ENCODERS
 from rllib_synpo.pair_env import ENV_CONFIG_KEYS, PAIRS_ENV_NAME
 from rllib_synpo.precision import PRECISION
@@ -37,9 +40,6 @@ from rllib_synpo.thor.pair_env import (
     THOR_PAIRS_ENV_NAME,
     num_kitchens,
 )
-
-MODULE_ID = "synpo"  # every pair slot maps to this one shared module
-
 
 def policy_mapping_fn(agent_id, episode, **kwargs) -> str:
     return MODULE_ID
@@ -71,24 +71,39 @@ def expert_env_to_module(env=None, spaces=None, device=None) -> ConnectorV2:
     return ModuleDoesNotAct()
 
 
+# ``split: {NAME: {...kwargs}}`` in a config: the split maker NAME called with the kwargs.
+SPLIT_MAKERS = {"random": random_split, "ratio": ratio_split, "transfer": transfer_split}
+
+
 def resolve_split(split: Split | dict | str | os.PathLike | None) -> Split:
     """``None`` (the paper's 144/256 split, seed 0), a `Split`, a split JSON file, a split dict,
-    ``{"random": {...random_split kwargs}}`` or, for THOR, ``{"thor": {...thor_split kwargs}}``."""
+    or one maker's kwargs: ``{"random": {...}}`` (`random_split`), ``{"ratio": {"fraction": ...}}``
+    (`ratio_split`, the seen-ratio study's 10 x 10 pairs), ``{"transfer": {"setting": 2}}``
+    (`transfer_split`: P seen, the setting's adaptation pairs unseen) or, for THOR,
+    ``{"thor": {...}}`` (`thor_split`). A bad value raises `SplitError` naming it."""
     if split is None:
         return random_split()
     if isinstance(split, Split):
         return split
     if isinstance(split, (str, os.PathLike)):
+        if not Path(split).is_file():
+            raise SplitError(f"split file {str(split)!r} does not exist")
         return Split.load(split)
-    if isinstance(split, dict) and set(split) == {"random"}:
-        return random_split(**split["random"])
-    if isinstance(split, dict) and set(split) == {"thor"}:
-        from rllib_synpo.thor.split import thor_split
+    if isinstance(split, dict) and len(split) == 1 and next(iter(split)) in {*SPLIT_MAKERS, "thor"}:
+        (name, kwargs), = split.items()
+        if not isinstance(kwargs, dict):
+            raise SplitError(f"split {{{name}: ...}} takes a mapping of {name}_split arguments, got {kwargs!r}")
+        if name == "thor":
+            from rllib_synpo.thor.split import thor_split
 
-        return thor_split(**split["thor"])
+            return thor_split(**kwargs)
+        try:
+            return SPLIT_MAKERS[name](**kwargs)
+        except TypeError as err:
+            raise SplitError(f"split {{{name}: {kwargs}}}: {err}") from None
     if isinstance(split, dict):
         return Split.from_dict(split, source="split")
-    raise ValueError(f"split must be a Split, a JSON path or a dict, got {type(split).__name__}")
+    raise SplitError(f"split must be a Split, a JSON path or a dict, got {type(split).__name__}")
 
 
 # What the x of a learning-rate schedule ``lr=[[x, value], ...]`` counts: states collected (RLlib's
@@ -113,9 +128,8 @@ class SynPoConfig(AlgorithmConfig):
         from rllib_synpo.algorithm import SynPo
 
         super().__init__(algo_class=algo_class or SynPo)
-        self.l1 = 0.01
-        self.l2 = 0.1
-        self.l3 = 0.001
+        paper = LossWeights()
+        self.l1, self.l2, self.l3 = paper.l1, paper.l2, paper.l3
         self.replay_capacity = 20_000
         self.trajectories_per_update = 64
         self.states_per_update: int | None = None
@@ -142,6 +156,10 @@ class SynPoConfig(AlgorithmConfig):
             env_runner_cls=ExpertEnvRunner,
         )
         self.evaluation(evaluation_interval=None)
+        # With several learners (RLlib's data-parallel `num_learners`), torch's DDP must allow
+        # parameters that a loss leaves unused: the value head (PPO's) and, for some networks,
+        # a disentanglement head.
+        self.framework(torch_ddp_kwargs={"find_unused_parameters": True})
 
     def training(
         self,
@@ -196,7 +214,8 @@ class SynPoConfig(AlgorithmConfig):
                 "paper_resnet" for the gridworld; "thor" (the paper's THOR network) for THOR.
             embedding_dim: Size of the environment and task embeddings (paper: 128).
             split: Which pairs are seen in training: None (the 144/256 split, seed 0), a
-                `Split`, a split JSON path, a split dict or ``{"random": {...}}``.
+                `Split`, a split JSON path, a split dict, ``{"random": {...}}``, ``{"ratio":
+                {...}}`` or ``{"transfer": {...}}`` (`resolve_split`).
             weight_decay: Adam's (L2) weight decay on every parameter (paper: 1e-3; the
                 authors' released code: 1e-4 with ``--wd``, else 0). Default 0.
             precision: "float32" (default), "bfloat16" or "auto": with "bfloat16" the
@@ -274,7 +293,7 @@ class SynPoConfig(AlgorithmConfig):
         try:
             check_model_config(self.model_config)
             split = resolve_split(self.split)
-        except ValueError as err:
+        except ValueError as err:  # SplitError too
             self._value_error(str(err))
         unknown = sorted(set(self.env_config) - ENV_CONFIG_KEYS)
         if self.env == PAIRS_ENV_NAME and unknown:

@@ -1,8 +1,9 @@
-"""``rllib evaluate``: success-rate matrices of a SynPo checkpoint, without Ray.
+"""``rllib evaluate``: success-rate matrices of SynPo checkpoints, without Ray.
 
-Writes ``success_matrix.csv`` (E x T success rate, NaN where not evaluated), ``summary.json``
-(AvgSR, average return and first-pick accuracy on seen and unseen pairs) and ``heatmap.png``
-(seen pairs boxed, as in the paper's figures).
+For one checkpoint, or the newest checkpoint of each trial of an experiment folder, writes
+``success_matrix.csv`` (E x T success rate, NaN where not evaluated), ``summary.json`` (AvgSR,
+average return and first-pick accuracy on seen and unseen pairs) and ``heatmap.png`` (seen
+pairs boxed, as in the paper's figures).
 """
 
 from __future__ import annotations
@@ -14,10 +15,13 @@ from pathlib import Path
 import numpy as np
 from synpo_envs.splits import Split
 
-from rllib_synpo.evaluation import PairResults, evaluate, torch_policy
+from rllib_synpo.checkpoint_files import META_FILE, MODULE_COMPONENT, read_meta
+from rllib_synpo.evaluation import PairResults, evaluate, torch_greedy_policy, torch_policy
 
 PAIR_SETS = ("seen", "unseen", "all")
-MODULE_DIR = Path("learner_group") / "learner" / "rl_module"
+TRIAL_PARAMS = "params.json"  # what Ray Tune writes into every trial folder
+TRIAL_EVALUATION = "evaluation"  # a trial's evaluation folder (what `rllib report` reads)
+SUMMARY_FILE = "summary.json"
 
 
 class CheckpointError(ValueError):
@@ -28,8 +32,6 @@ def find_checkpoint(path: str | Path) -> Path:
     """``path`` itself when it is a SynPo checkpoint, else the newest checkpoint under it (an
     experiment or trial folder of ``rllib train file``); absolute, because RLlib reads a
     relative checkpoint path as a URI and fails."""
-    from rllib_synpo.algorithm import META_FILE
-
     path = Path(path).expanduser().resolve()
     if (path / META_FILE).is_file():
         return path
@@ -39,20 +41,38 @@ def find_checkpoint(path: str | Path) -> Path:
     return found[-1]
 
 
+def trial_folders(path: str | Path) -> list[Path]:
+    """The Ray Tune trial folders at or under ``path`` (folders holding `TRIAL_PARAMS`), sorted."""
+    path = Path(path).expanduser().resolve()
+    if (path / TRIAL_PARAMS).is_file():
+        return [path]
+    return sorted(p.parent for p in path.glob(f"*/{TRIAL_PARAMS}"))
+
+
+def is_evaluated(out: Path, checkpoint: Path, settings: dict) -> bool:
+    """Whether ``out`` already holds an evaluation of ``checkpoint`` with these ``settings``
+    (episodes per pair, pairs, seed, policy), so a study's evaluation can resume."""
+    summary_path = out / SUMMARY_FILE
+    if not summary_path.is_file():
+        return False
+    try:
+        summary = json.loads(summary_path.read_text())
+    except json.JSONDecodeError:
+        return False
+    return summary.get("checkpoint") == str(checkpoint) and all(summary.get(k) == v for k, v in settings.items())
+
+
 def read_gridworld_checkpoint(checkpoint: str | Path):
     """(checkpoint folder, RLModule, split, gridworld kwargs) of a gridworld SynPo checkpoint
     (or the newest one under a folder); a THOR checkpoint is refused by name."""
     from ray.rllib.core.rl_module.rl_module import RLModule
 
-    from rllib_synpo.algorithm import META_FILE
-
     path = find_checkpoint(checkpoint)
-    meta_path = path / META_FILE
-    meta = json.loads(meta_path.read_text())
+    meta = read_meta(path)
     if meta.get("env", "synpo_pairs") != "synpo_pairs":
         raise CheckpointError(f"{path} was trained on {meta['env']!r}; this command evaluates gridworld (synpo_pairs) checkpoints")
-    module = RLModule.from_checkpoint(path / MODULE_DIR / meta["module_id"])
-    return path, module, Split.from_dict(meta["split"], source=str(meta_path)), dict(meta.get("gridworld", {}))
+    module = RLModule.from_checkpoint(path / MODULE_COMPONENT)
+    return path, module, Split.from_dict(meta["split"], source=str(path / META_FILE)), dict(meta.get("gridworld", {}))
 
 
 def load_checkpoint(checkpoint: str | Path):
@@ -80,6 +100,13 @@ def flat_summary(results: PairResults, split: Split) -> dict[str, float]:
     """`summarize` as one level of ``seen_...``/``unseen_...`` keys (RLlib results, CSV rows)."""
     summary = summarize(results, split)
     return {f"{part}_{key}": value for part in ("seen", "unseen") for key, value in summary[part].items()}
+
+
+def greedy_summary(net, split: Split, episodes_per_pair: int, *, seed: int, gridworld: dict) -> dict[str, float]:
+    """`flat_summary` of ``net``'s greedy policy on every pair of ``split`` (the periodic
+    evaluation of `SynPo` and `SynPoPPO`, under RLlib's ``evaluation/``)."""
+    results = evaluate(torch_greedy_policy(net), split.all_pairs, episodes_per_pair, seed=seed, env_kwargs=gridworld)
+    return flat_summary(results, split)
 
 
 def success_matrix(results: PairResults, split: Split) -> np.ndarray:
@@ -114,12 +141,15 @@ def evaluate_checkpoint(checkpoint: str | Path, *, episodes_per_pair: int = 100,
     start = time.perf_counter()
     policy = torch_policy(net, sample=sample, seed=seed)
     results = evaluate(policy, select_pairs(split, pairs), episodes_per_pair, seed=seed, env_kwargs=gridworld)
-    summary = summarize(results, split) | {"policy": "sampled" if sample else "greedy", "checkpoint": str(find_checkpoint(checkpoint)), "seconds": time.perf_counter() - start, "seed": seed}
+    summary = summarize(results, split) | {
+        "policy": "sampled" if sample else "greedy", "pair_set": pairs, "checkpoint": str(find_checkpoint(checkpoint)),
+        "seconds": time.perf_counter() - start, "seed": seed,
+    }
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     matrix = success_matrix(results, split)
     pd.DataFrame(matrix, index=pd.Index(range(split.num_envs), name="env_id"), columns=[f"task_{t}" for t in range(split.num_tasks)]).to_csv(out / "success_matrix.csv")
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=1))
     title = ", ".join(
         f"{part} AvgSR {100 * summary[part]['avg_success_rate']:.1f}%" for part in ("seen", "unseen") if summary[part]["pairs"]
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -9,18 +10,21 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.core.learner.learner import DEFAULT_OPTIMIZER
 from ray.rllib.core.learner.torch.torch_learner import TorchLearner
 
+from rllib_synpo.columns import EXECUTED_ACTION, EXPERT_ACTION, NEXT_ROW, TASK_LABELS
 from rllib_synpo.losses import SF_TD_WEIGHT, TOTAL_LOSS, LossWeights, imitation_losses
 from rllib_synpo.optimizers import finite_norm, fused_adam_options
 from rllib_synpo.precision import resolve_precision, training_autocast
 from rllib_synpo.rl_module import outputs_from_fwd_out
 
-# Batch columns besides the observation.
-EXPERT_ACTION = "expert_action"
-EXECUTED_ACTION = "executed_action"
-TASK_LABELS = "task_labels"  # (N, T) expert actions for every seen task, -1 none (relabelling)
-NEXT_ROW = "next_row"  # (N,) row of the next step in the batch, -1 at an episode's end (SF's TD)
+# The batch columns, re-exported for the modules that build batches.
+__all__ = ["EXECUTED_ACTION", "EXPERT_ACTION", "NEXT_ROW", "TASK_LABELS", "SynPoTorchLearner", "synpo_loss_terms"]
+
 # learner_config_dict key of the SF TD term's weight (`config.learners(learner_config_dict=...)`).
 SF_TD_WEIGHT_KEY = "sf_td_weight"
+# learner_config_dict key that restricts training to chosen embedding rows (adaptation to new
+# environments and tasks): ``{"env_embedding": [ids...], "task_embedding": [ids...]}``, see
+# `SynPoTorchLearner`.
+ADAPT_ROWS_KEY = "train_only_embedding_rows"
 
 
 def synpo_loss_terms(module, batch: dict[str, Any], fwd_out: dict[str, Any], weights: LossWeights | None = None) -> dict[str, torch.Tensor]:
@@ -39,6 +43,49 @@ def synpo_loss_terms(module, batch: dict[str, Any], fwd_out: dict[str, Any], wei
         task_labels=batch.get(TASK_LABELS),
         next_rows=batch.get(NEXT_ROW),
     )
+
+
+def embedding_rows(config) -> dict[str, list[int]] | None:
+    """The config's `ADAPT_ROWS_KEY` entry as ``{embedding name: sorted row ids}``, or None
+    where the learner trains the whole module."""
+    rows = config.learner_config_dict.get(ADAPT_ROWS_KEY)
+    if rows is None:
+        return None
+    if not isinstance(rows, Mapping) or not rows:
+        raise ValueError(
+            f"learner_config_dict[{ADAPT_ROWS_KEY!r}] must map embedding names to row ids, got {rows!r}"
+        )
+    return {name: sorted({int(row) for row in ids}) for name, ids in rows.items()}
+
+
+def row_masks(net: torch.nn.Module, rows: Mapping[str, Sequence[int]]) -> dict[str, torch.Tensor]:
+    """``{name: (num_embeddings,) bool mask of the listed rows}`` for each ``nn.Embedding``
+    attribute ``name`` of ``net`` (the RLModule's network) that lists at least one row."""
+    children = net.named_children()
+    embeddings = {name: child for name, child in children if isinstance(child, torch.nn.Embedding)}
+    masks = {}
+    for name, ids in rows.items():
+        if name not in embeddings:
+            raise ValueError(f"{ADAPT_ROWS_KEY}: the network {type(net).__name__} has no embedding {name!r}")
+        embedding = embeddings[name]
+        outside = [row for row in ids if not 0 <= row < embedding.num_embeddings]
+        if outside:
+            last = embedding.num_embeddings - 1
+            raise ValueError(f"{ADAPT_ROWS_KEY}: rows {outside} are not rows of {name} (0..{last})")
+        if ids:
+            mask = torch.zeros(embedding.num_embeddings, dtype=torch.bool, device=embedding.weight.device)
+            mask[list(ids)] = True
+            masks[name] = mask
+    if not masks:
+        raise ValueError(f"{ADAPT_ROWS_KEY}: {dict(rows)} lists no row to train")
+    return masks
+
+
+def _eval_mode_pre_hook(network: torch.nn.Module, args) -> None:
+    """Forward pre-hook: the network runs in eval mode (normalization layers use and keep their
+    running statistics, dropout is off) even right after RLlib's ``forward_train`` switched the
+    whole RLModule to train mode."""
+    network.eval()
 
 
 def loss_weights(config) -> LossWeights:
@@ -63,9 +110,24 @@ class SynPoTorchLearner(TorchLearner):
     """``CE(pi, a_expert) + l1 * MSE(r_hat, r) + l2 * CE_env + l3 * CE_task`` (for baseline
     networks: their own terms, `rllib_synpo.losses.imitation_losses`), each term logged.
     The optimizer is (fused) Adam with the config's ``weight_decay``; the forward pass runs at
-    the config's ``precision``."""
+    the config's ``precision``.
+
+    Training only chosen embedding rows (``config.learners(learner_config_dict={ADAPT_ROWS_KEY:
+    {"env_embedding": [20], "task_embedding": [19]}})``, what `rllib_synpo.adapt` does for new
+    environments and tasks): the names are ``nn.Embedding`` attributes of the module's network.
+    Then every other parameter is frozen (``requires_grad`` off), the optimizer is (fused) Adam
+    at the config's ``lr`` over the listed embeddings' weights only and without weight decay
+    (with a zero gradient, Adam leaves a row exactly as it is), `postprocess_gradients_for_module`
+    zeroes the gradient of every row not listed, and the module's networks run in eval mode
+    during updates, so BatchNorm's running statistics are used and never change and dropout is
+    off: every parameter and buffer except the listed rows stays bit-identical. Without the key
+    the whole module trains as described above."""
 
     def build(self) -> None:
+        # {module_id: {parameter reference: (rows, 1) mask of the rows that train}}; filled by
+        # `configure_optimizers_for_module` (which `super().build()` calls) where the config
+        # restricts training to embedding rows.
+        self.trained_row_masks: dict[Any, dict[Any, torch.Tensor]] = {}
         super().build()
         self.precision = resolve_precision(self.config.precision, self._device or "cpu")
 
@@ -77,7 +139,46 @@ class SynPoTorchLearner(TorchLearner):
             return super()._uncompiled_update(batch, **kwargs)
 
     def configure_optimizers_for_module(self, module_id, config=None) -> None:
+        rows = embedding_rows(config)
+        if rows is not None:
+            self._configure_embedding_rows(module_id, config, rows)
+            return
         register_module_optimizer(self, module_id, config, **fused_adam_options(self.module[module_id].parameters()))
+
+    def _configure_embedding_rows(self, module_id, config, rows: dict[str, list[int]]) -> None:
+        """Freezes ``module_id`` but for the ``rows`` of its network's embeddings: registers
+        Adam (no weight decay) over those embeddings' weights, keeps the row masks for
+        `postprocess_gradients_for_module` and makes the module's networks run in eval mode."""
+        module = self.module[module_id].unwrapped()
+        masks = row_masks(module.net, rows)
+        params = [getattr(module.net, name).weight for name in masks]
+        for param in module.parameters():
+            param.requires_grad_(any(param is p for p in params))
+        self.trained_row_masks[module_id] = {
+            self.get_param_ref(param): mask.unsqueeze(-1) for param, mask in zip(params, masks.values())
+        }
+        # RLlib's TorchRLModule.forward_train calls `self.train()` at every update (after any
+        # learner hook such as `before_gradient_based_update` has run), so eval mode is set by
+        # a forward pre-hook on each of the module's child networks, which runs after it.
+        for child in module.children():
+            child.register_forward_pre_hook(_eval_mode_pre_hook)
+        optimizer = torch.optim.Adam(params, weight_decay=0.0, **fused_adam_options(params))
+        self.register_optimizer(
+            module_id=module_id, optimizer=optimizer, params=params, lr_or_lr_schedule=config.lr
+        )
+
+    def postprocess_gradients_for_module(self, *, module_id, config=None, module_gradients_dict):
+        # Where only chosen embedding rows train: every other row's gradient is exactly zero
+        # (before RLlib's optional clipping, so a clipping norm counts the trained rows only).
+        masks = self.trained_row_masks.get(module_id)
+        if masks:
+            module_gradients_dict = {
+                ref: grad.masked_fill(~masks[ref], 0.0) if ref in masks and grad is not None else grad
+                for ref, grad in module_gradients_dict.items()
+            }
+        return super().postprocess_gradients_for_module(
+            module_id=module_id, config=config, module_gradients_dict=module_gradients_dict
+        )
 
     def apply_gradients(self, gradients_dict) -> None:
         # RLlib's own checks each gradient for nan/inf twice, one tensor at a time (a profile's

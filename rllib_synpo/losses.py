@@ -1,6 +1,6 @@
 """The loss terms, each its own function (plain torch; the learners only add them), and
 `imitation_losses`, the one place that picks a network's terms and weighs them (shared by the
-RLlib learner and the Ray-free `direct` trainer).
+imitation and PPO learners).
 
 SynPo (and MLP, MTL, ModuleNet, which keep SynPo's objective):
 ``L = CE(pi, a_expert) + l1 * MSE(r_hat(s, a_executed), r) + l2 * CE_env + l3 * CE_task``.
@@ -34,18 +34,24 @@ EPISODE_END = -1
 NO_TRANSITION = -2
 SF_TD_WEIGHT = 1.0  # Kulkarni et al. weigh the SR Bellman loss like the reward loss: one
 
+# Loss inputs that read parameters beyond the network's forward pass, computed inside the
+# module's training forward pass (`loss_inputs`) so that torch's DistributedDataParallel (RLlib's
+# ``num_learners`` > 1) sees every parameter a loss uses; keys of `SynPoOutputs.extras`.
+ENV_SCORES = "env_scores"  # (N, E) the disentanglement head's scores of every environment
+TASK_SCORES = "task_scores"  # (N, T) the same for every task
+TASK_LOGITS = "task_logits"  # (N, T, A) the policy's logits for every task of each state (relabelling)
 
-def policy_loss(logits: torch.Tensor, expert_actions: torch.Tensor, action_weights: torch.Tensor | None = None) -> torch.Tensor:
-    """Behaviour cloning: cross-entropy of the policy against the expert's action (optionally
-    weighting each action class, e.g. the rare pick-up)."""
-    return F.cross_entropy(logits, expert_actions, weight=action_weights)
+
+def policy_loss(logits: torch.Tensor, expert_actions: torch.Tensor) -> torch.Tensor:
+    """Behaviour cloning: cross-entropy of the policy against the expert's action."""
+    return F.cross_entropy(logits, expert_actions)
 
 
-def relabelled_policy_loss(task_logits: torch.Tensor, task_labels: torch.Tensor, action_weights: torch.Tensor | None = None) -> torch.Tensor:
+def relabelled_policy_loss(task_logits: torch.Tensor, task_labels: torch.Tensor) -> torch.Tensor:
     """Cross-entropy against the expert's action for every task of a state that has a label
     (``task_labels[n, t] >= 0``: a seen pair for which the state is possible)."""
     mask = task_labels >= 0
-    return F.cross_entropy(task_logits[mask], task_labels[mask].long(), weight=action_weights)
+    return F.cross_entropy(task_logits[mask], task_labels[mask].long())
 
 
 def taken(values: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
@@ -75,9 +81,9 @@ def kl_to_reference(reference_logits: torch.Tensor, logits: torch.Tensor) -> tor
 # --- successor features (Kulkarni et al. 2016) ---------------------------------------------
 
 
-def q_imitation_loss(q_values: torch.Tensor, expert_actions: torch.Tensor, action_weights: torch.Tensor | None = None) -> torch.Tensor:
+def q_imitation_loss(q_values: torch.Tensor, expert_actions: torch.Tensor) -> torch.Tensor:
     """Q-imitation: cross-entropy of ``softmax(Q(s, .))`` against the expert's action."""
-    return policy_loss(q_values, expert_actions, action_weights)
+    return policy_loss(q_values, expert_actions)
 
 
 def sf_reward_loss(features: torch.Tensor, task_weights: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> torch.Tensor:
@@ -143,6 +149,19 @@ def synpo_total(terms: dict[str, torch.Tensor], l1: float, l2: float, l3: float,
     return torch.stack(present).sum()
 
 
+def loss_inputs(net: torch.nn.Module, out, env_id: torch.Tensor, actions: torch.Tensor | None, relabelled: bool) -> dict[str, torch.Tensor]:
+    """The `imitation_losses` inputs beyond ``out`` that ``net``'s terms need: the disentanglement
+    scores of the state-action features of ``actions`` (the expert's, or PPO's taken actions)
+    and, for ``relabelled`` batches, the policy's logits for every task."""
+    names = getattr(net, "LOSS_TERMS", SYNPO_LOSS_TERMS)
+    inputs = {}
+    if relabelled:
+        inputs[TASK_LOGITS] = net.task_logits(out.sa_features, env_id)
+    if actions is not None and names & {ENV_DISENTANGLE_LOSS, TASK_DISENTANGLE_LOSS}:
+        inputs[ENV_SCORES], inputs[TASK_SCORES] = net.disentangle_scores(taken(out.sa_features, actions.long()))
+    return inputs
+
+
 def imitation_losses(
     net: torch.nn.Module,
     out,
@@ -155,20 +174,21 @@ def imitation_losses(
     weights: LossWeights,
     task_labels: torch.Tensor | None = None,
     next_rows: torch.Tensor | None = None,
-    action_weights: torch.Tensor | None = None,
 ) -> dict[str, torch.Tensor]:
     """The terms ``net`` trains (its ``LOSS_TERMS``) on one batch, and their weighted
     ``total_loss``.
 
     ``out`` is ``net``'s `SynPoOutputs` on the batch. With ``task_labels`` (relabelling), the
     policy term covers every labelled task of each state (``net.task_logits``). SF's TD term
-    needs ``next_rows`` (see `sf_td_loss`) unless its weight is 0.
+    needs ``next_rows`` (see `sf_td_loss`) unless its weight is 0. Inputs that `loss_inputs`
+    put into ``out.extras`` are used from there, the others computed here.
     """
     names = getattr(net, "LOSS_TERMS", SYNPO_LOSS_TERMS)
     if task_labels is not None:
-        terms = {POLICY_LOSS: relabelled_policy_loss(net.task_logits(out.sa_features, env_id), task_labels, action_weights)}
+        task_logits = out.extras[TASK_LOGITS] if TASK_LOGITS in out.extras else net.task_logits(out.sa_features, env_id)
+        terms = {POLICY_LOSS: relabelled_policy_loss(task_logits, task_labels)}
     else:
-        terms = {POLICY_LOSS: policy_loss(out.logits, expert_actions, action_weights)}
+        terms = {POLICY_LOSS: policy_loss(out.logits, expert_actions)}
     if SF_TD_LOSS in names:  # successor features: the reward and TD terms read phi, m and w
         phi, w = out.extras["features"], out.extras["task_weights"]
         terms[REWARD_LOSS] = sf_reward_loss(phi, w, executed_actions, rewards)
@@ -183,7 +203,10 @@ def imitation_losses(
     else:
         terms[REWARD_LOSS] = reward_loss(out.reward, executed_actions, rewards)
     if names & {ENV_DISENTANGLE_LOSS, TASK_DISENTANGLE_LOSS}:
-        env_scores, task_scores = net.disentangle_scores(taken(out.sa_features, expert_actions))
+        if ENV_SCORES in out.extras:
+            env_scores, task_scores = out.extras[ENV_SCORES], out.extras[TASK_SCORES]
+        else:
+            env_scores, task_scores = net.disentangle_scores(taken(out.sa_features, expert_actions))
         if ENV_DISENTANGLE_LOSS in names:
             terms[ENV_DISENTANGLE_LOSS] = disentangle_loss(env_scores, env_id)
         if TASK_DISENTANGLE_LOSS in names:

@@ -23,7 +23,6 @@ seeds. A load that did not take raises `ImitationCheckpointError`.
 from __future__ import annotations
 
 import inspect
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -33,11 +32,6 @@ import torch
 from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.algorithms.ppo import PPO, PPOConfig
 from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
-from ray.rllib.core import (
-    COMPONENT_LEARNER,
-    COMPONENT_LEARNER_GROUP,
-    COMPONENT_RL_MODULE,
-)
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
@@ -45,16 +39,14 @@ from ray.rllib.utils.metrics import NUM_AGENT_STEPS_SAMPLED
 from synpo_envs.gridworld import BatchedGridWorld
 from synpo_envs.splits import Split
 
-from rllib_synpo.checkpoint_files import atomic_write
+from rllib_synpo.checkpoint_files import MODULE_COMPONENT, MODULE_ID, read_meta, write_meta
 from rllib_synpo.checks import LEARNING_RATE, NON_NEGATIVE_NUMBER, POSITIVE_INT, POSITIVE_NUMBER, bad_setting
-from rllib_synpo.config import MODULE_ID, policy_mapping_fn, resolve_split
+from rllib_synpo.config import policy_mapping_fn, resolve_split
 from rllib_synpo.optimizers import fused_adam_options
 from rllib_synpo.pair_env import ENV_CONFIG_KEYS, PAIRS_ENV_NAME
 from rllib_synpo.rl_module import SynPoTorchRLModule, check_model_config
 
 OPTIMIZERS = ("rmsprop", "adam")
-# Where an algorithm checkpoint keeps the module, and the matching `component` argument.
-MODULE_COMPONENT = f"{COMPONENT_LEARNER_GROUP}/{COMPONENT_LEARNER}/{COMPONENT_RL_MODULE}/{MODULE_ID}"
 AUX_LOSSES = {"reward_loss": "l1", "env_disentangle_loss": "l2", "task_disentangle_loss": "l3"}
 RMSPROP_ALPHA, RMSPROP_EPS = 0.99, 1e-5
 VALUE_OPTIMIZER = "value"  # the value head's optimizer (the rest keeps RLlib's default name)
@@ -69,7 +61,6 @@ def read_imitation_meta(checkpoint: str | Path) -> tuple[Path, dict]:
     """(checkpoint folder, its ``synpo_meta.json``); ``checkpoint`` may be an experiment or
     trial folder of ``rllib train file`` (its newest checkpoint is used); a relative path is
     relative to the working directory ``rllib train file`` was started in."""
-    from rllib_synpo.algorithm import META_FILE
     from rllib_synpo.evaluate import CheckpointError, find_checkpoint
 
     checkpoint = Path(checkpoint).expanduser()
@@ -82,7 +73,7 @@ def read_imitation_meta(checkpoint: str | Path) -> tuple[Path, dict]:
     module_dir = path / MODULE_COMPONENT
     if not module_dir.is_dir():
         raise ImitationCheckpointError(f"imitation_checkpoint {path} has no module folder {MODULE_COMPONENT}")
-    return path, json.loads((path / META_FILE).read_text())
+    return path, read_meta(path)
 
 
 def load_error(module_dir: Path, err: Exception) -> ImitationCheckpointError:
@@ -408,23 +399,21 @@ class SynPoPPO(PPO):
 
     def evaluate(self, parallel_train_future=None) -> dict:
         """Greedy AvgSR, return and first-pick accuracy on the seen and unseen pairs."""
-        from rllib_synpo.evaluate import flat_summary
-        from rllib_synpo.evaluation import evaluate, torch_greedy_policy
+        from rllib_synpo.evaluate import greedy_summary
 
-        results = evaluate(
-            torch_greedy_policy(self.get_module(MODULE_ID).net), self.synpo_split.all_pairs, self.config.greedy_episodes_per_pair,
-            seed=self.config.seed or 0, env_kwargs=self.gridworld,
+        return greedy_summary(
+            self.get_module(MODULE_ID).net, self.synpo_split, self.config.greedy_episodes_per_pair,
+            seed=self.config.seed or 0, gridworld=self.gridworld,
         )
-        return flat_summary(results, self.synpo_split)
 
     def save_to_path(self, path=None, **kwargs):
         """Also writes ``synpo_meta.json``, so ``rllib evaluate`` and a later fine-tuning read
         PPO checkpoints like imitation ones."""
-        from rllib_synpo.algorithm import META_FILE
-
         path = super().save_to_path(path, **kwargs)
-        meta = {"module_id": MODULE_ID, "split": self.synpo_split.to_dict(), "gridworld": self.gridworld, "algorithm": "SynPoPPO"}
-        atomic_write(Path(path) / META_FILE, json.dumps(meta, indent=1))
+        write_meta(
+            path, split=self.synpo_split.to_dict(), gridworld=self.gridworld,
+            model_config=check_model_config(self.config.model_config), algorithm="SynPoPPO",
+        )
         return path
 
 

@@ -24,6 +24,8 @@ from ray.rllib.core.rl_module.apis.value_function_api import ValueFunctionAPI
 from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 
+from rllib_synpo.columns import EXPERT_ACTION, TASK_LABELS
+from rllib_synpo.losses import loss_inputs
 from rllib_synpo.networks import ENCODERS, NETWORKS, SynPoOutputs, make_network
 from rllib_synpo.networks.factory import COEFFICIENT_NETWORKS
 from rllib_synpo.networks.synpo import (
@@ -156,7 +158,13 @@ class SynPoTorchRLModule(TorchRLModule, ValueFunctionAPI):
         return {Columns.ACTION_DIST_INPUTS: out.logits}
 
     def _forward_train(self, batch: dict[str, Any], **kwargs) -> dict[str, Any]:
-        out = self.net(*self._inputs(batch))
+        """The network's outputs and the loss inputs that read further parameters
+        (`rllib_synpo.losses.loss_inputs`), for the expert's actions (imitation) or the actions
+        taken (PPO), so that data-parallel learners see every parameter a loss uses."""
+        state, env_id, task_id = self._inputs(batch)
+        out = self.net(state, env_id, task_id)
+        actions = batch.get(EXPERT_ACTION, batch.get(Columns.ACTIONS))
+        out.extras.update(loss_inputs(self.net, out, env_id, actions, relabelled=TASK_LABELS in batch))
         return {
             Columns.ACTION_DIST_INPUTS: out.logits,
             REWARD_PREDICTIONS: out.reward,

@@ -1,31 +1,40 @@
-"""A saved `benchmarks/learning_speed.py` run without its training (a freshly initialized
-network of the run's command line, saved as RUN.pt beside the RUN.json that records it), and
-a tiny SynPo experiment file."""
-
-import json
+"""A SynPo checkpoint of a freshly initialized module (written without Ray), and a tiny SynPo
+experiment file."""
 
 import pytest
-import torch
 import yaml
-from synpo_envs.gridworld import BatchedGridWorld
 
-from benchmarks.learning_speed import _config, _parser
-from rllib_synpo.direct import network_for
 from tests.rllib.conftest import TINY_MODEL
 
 
 @pytest.fixture
-def saved_run(tmp_path):
-    def save(*run_argv: str, name: str = "run"):
-        torch.manual_seed(0)
-        config = _config(_parser().parse_args(list(run_argv)))
-        net = network_for(config, BatchedGridWorld(1, **config.env_kwargs).grid_spec)
-        weights = tmp_path / f"{name}.pt"
-        torch.save(net.state_dict(), weights)
-        weights.with_suffix(".json").write_text(json.dumps({"argv": ["benchmarks/learning_speed.py", *run_argv]}))
-        return weights
+def module_checkpoint(tmp_path):
+    """``module_checkpoint(**model_config)``: a checkpoint folder holding an untrained module of
+    the gridworld (144/256 split, seed 0) and its metadata, as `SynPo.save_to_path` writes them."""
 
-    return save
+    def write(**model_config):
+        import gymnasium as gym
+        import torch
+        from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+        from synpo_envs.gridworld import BatchedGridWorld
+        from synpo_envs.splits import random_split
+
+        from rllib_synpo.checkpoint_files import MODULE_COMPONENT, write_meta
+        from rllib_synpo.rl_module import SynPoTorchRLModule, check_model_config
+
+        torch.manual_seed(0)
+        env = BatchedGridWorld(1)
+        model_config = {**TINY_MODEL, **model_config}
+        module = RLModuleSpec(
+            module_class=SynPoTorchRLModule, observation_space=env.single_observation_space,
+            action_space=gym.spaces.Discrete(env.single_action_space.n), model_config=model_config,
+        ).build()
+        path = tmp_path / "checkpoint"
+        module.save_to_path(path / MODULE_COMPONENT)
+        write_meta(path, split=random_split().to_dict(), gridworld={}, model_config=check_model_config(model_config))
+        return path
+
+    return write
 
 
 @pytest.fixture

@@ -4,9 +4,9 @@ results' equality with running episodes out is tested in tests/model/test_evalua
 from benchmarks.evaluation_speed import main
 
 
-def test_prints_the_timing_of_a_full_evaluation(saved_run, capsys):
-    weights = saved_run("--feature-dim", "32", "--normalize-embeddings", "--batch-norm")
-    assert main([str(weights), "--episodes", "1", "--threads", "1"]) == 0
+def test_prints_the_timing_of_a_full_evaluation(module_checkpoint, capsys):
+    checkpoint = module_checkpoint(normalize_embeddings=True, encoder_kwargs={"width": 4, "batch_norm": True})
+    assert main([str(checkpoint), "--episodes", "1", "--threads", "1"]) == 0
     (line,) = capsys.readouterr().out.splitlines()
     assert line.startswith("loops ended early") and "400 episodes" in line
     assert float(line.split()[3]) > 0

@@ -1,12 +1,12 @@
-"""The failure-breakdown benchmark reads a saved state dict and prints shares that add up."""
+"""The failure-breakdown benchmark reads a checkpoint and prints shares that add up."""
 
 import re
 
 from benchmarks.failure_breakdown import main
 
 
-def test_shares_of_every_outcome_add_up(saved_run, capsys):
-    assert main([str(saved_run("--feature-dim", "8")), "--episodes", "1"]) == 0
+def test_shares_of_every_outcome_add_up(module_checkpoint, capsys):
+    assert main([str(module_checkpoint()), "--episodes", "1"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split(" (")[0] for line in lines] == [
         "seen", "unseen", "unseen, first colour starts a seen task of the maze", "unseen, first colour starts no seen task of the maze",

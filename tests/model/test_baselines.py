@@ -271,22 +271,22 @@ def test_sf_gradients_reach_the_expected_parameters():
         net.disentangle_scores(torch.zeros(2, TINY["basis_dim"]))
 
 
-# --- the RLlib module and the two trainers share the terms -----------------------------------
+# --- the RLlib module computes the network's own terms ---------------------------------------
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_rl_module_builds_every_network_and_learner_matches_direct(kind):
+def test_rl_module_builds_every_network_and_its_learner_terms_are_the_networks(kind):
     import gymnasium as gym
     from ray.rllib.core.columns import Columns
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-    from rllib_synpo.direct import DirectConfig, synpo_losses
     from rllib_synpo.learner import (
         EXECUTED_ACTION,
         EXPERT_ACTION,
         NEXT_ROW,
         synpo_loss_terms,
     )
+    from rllib_synpo.losses import LossWeights, imitation_losses
     from rllib_synpo.rl_module import SynPoTorchRLModule
 
     obs_space = gym.spaces.Dict({
@@ -307,10 +307,14 @@ def test_rl_module_builds_every_network_and_learner_matches_direct(kind):
         NEXT_ROW: raw["next_row"],
     }
     learner_terms = synpo_loss_terms(module, batch, module.forward_train(batch))
-    direct_terms = synpo_losses(module.net, raw, DirectConfig())
-    assert set(learner_terms) == set(direct_terms) - {"accuracy"}
+    out = module.net(raw["obs"], raw["env_id"], raw["task_id"])
+    net_terms = imitation_losses(
+        module.net, out, expert_actions=raw["expert_action"], executed_actions=raw["action"], rewards=raw["reward"],
+        env_id=raw["env_id"], task_id=raw["task_id"], weights=LossWeights(), next_rows=raw["next_row"],
+    )
+    assert set(learner_terms) == set(net_terms)
     for name, value in learner_terms.items():
-        assert value.item() == pytest.approx(direct_terms[name].item(), rel=1e-6), name
+        assert value.item() == pytest.approx(net_terms[name].item(), rel=1e-6), name
 
 
 def test_model_config_names_a_bad_network():
@@ -374,10 +378,10 @@ def test_the_value_loss_trains_the_value_head_and_not_the_policy_features(kind):
 @pytest.mark.parametrize("key", ["feature_dim", "embedding_dim", "basis_dim", "hidden_dim"])
 @pytest.mark.parametrize("value", [0, -4, 1.5, True])
 def test_layer_sizes_must_be_positive_integers(key, value):
-    """Both ways of building a network, the RLModule's and the Ray-free trainer's, name the bad size."""
+    """The RLModule's network and `make_network` name the bad size."""
     import synpo_envs
 
-    from rllib_synpo.direct import DirectConfig, network_for
+    from rllib_synpo.networks import make_network
     from rllib_synpo.rl_module import network_from_spaces
 
     env = synpo_envs.GridWorld()
@@ -385,4 +389,4 @@ def test_layer_sizes_must_be_positive_integers(key, value):
     with pytest.raises(ValueError, match=message):
         network_from_spaces(env.observation_space, env.action_space, {key: value})
     with pytest.raises(ValueError, match=message):
-        network_for(DirectConfig(network_kwargs={key: value}), synpo_envs.BatchedGridWorld(1).grid_spec)
+        make_network("synpo", obs_shape=(12, 16, 16), num_actions=5, num_envs=2, num_tasks=3, encoder="compact", **{key: value})

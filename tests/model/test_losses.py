@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from rllib_synpo.direct import DirectConfig, synpo_losses
-from rllib_synpo.losses import disentangle_loss, kl_to_reference, policy_loss, reward_loss, taken
+from rllib_synpo.losses import LossWeights, disentangle_loss, imitation_losses, kl_to_reference, policy_loss, reward_loss, taken
 from rllib_synpo.networks import SynPoNetwork
 
 
@@ -15,8 +14,6 @@ def test_policy_loss_is_cross_entropy_of_the_expert_action():
     logits = torch.tensor([[0.0, 0.0], [math.log(3.0), 0.0]])
     actions = torch.tensor([0, 0])
     assert policy_loss(logits, actions).item() == pytest.approx((math.log(2) + math.log(4 / 3)) / 2)
-    weighted = policy_loss(logits, actions, torch.tensor([2.0, 1.0]))
-    assert weighted.item() == pytest.approx((math.log(2) + math.log(4 / 3)) / 2)  # normalized by weights
 
 
 def test_reward_loss_reads_the_action_taken():
@@ -61,6 +58,15 @@ def _net():
     return SynPoNetwork(obs_shape=(12, 16, 16), num_actions=5, num_envs=3, num_tasks=4, hidden_dim=32)
 
 
+def _terms(net, batch, weights=LossWeights()):
+    """The network's loss terms on ``batch`` (the function both learners call)."""
+    out = net(batch["obs"], batch["env_id"], batch["task_id"])
+    return imitation_losses(
+        net, out, expert_actions=batch["expert_action"], executed_actions=batch["action"], rewards=batch["reward"],
+        env_id=batch["env_id"], task_id=batch["task_id"], weights=weights,
+    )
+
+
 def _grads(net, loss):
     net.zero_grad()
     loss.backward()
@@ -69,28 +75,28 @@ def _grads(net, loss):
 
 def test_total_is_the_weighted_sum_and_zero_weights_remove_terms():
     batch = _batch()
-    config = DirectConfig(l1=0.5, l2=0.25, l3=2.0)
-    terms = synpo_losses(_net(), batch, config)
+    weights = LossWeights(l1=0.5, l2=0.25, l3=2.0)
+    terms = _terms(_net(), batch, weights)
     expected = terms["policy_loss"] + 0.5 * terms["reward_loss"] + 0.25 * terms["env_disentangle_loss"] + 2.0 * terms["task_disentangle_loss"]
     assert terms["total_loss"].item() == pytest.approx(expected.item(), rel=1e-6)
-    only_policy = synpo_losses(_net(), batch, DirectConfig(l1=0, l2=0, l3=0))
+    only_policy = _terms(_net(), batch, LossWeights(l1=0, l2=0, l3=0))
     assert only_policy["total_loss"].item() == pytest.approx(only_policy["policy_loss"].item())
 
 
 def test_gradients_reach_the_expected_parameters():
     batch = _batch()
     net = _net()
-    terms = synpo_losses(net, batch, DirectConfig())
+    terms = _terms(net, batch)
     policy = _grads(net, terms["policy_loss"])
     assert {"alpha.0.weight", "basis", "policy_bias", "env_embedding.weight", "task_embedding.weight"} <= policy
     assert not any(n.startswith(("beta", "env_head", "task_head", "value_head")) or n == "reward_bias" for n in policy)
-    terms = synpo_losses(net, batch, DirectConfig())
+    terms = _terms(net, batch)
     reward = _grads(net, terms["reward_loss"])
     assert {"beta.0.weight", "reward_bias", "basis"} <= reward and not any(n.startswith("alpha") for n in reward)
-    terms = synpo_losses(net, batch, DirectConfig())
+    terms = _terms(net, batch)
     env = _grads(net, terms["env_disentangle_loss"])
     assert {"env_head.0.weight", "env_embedding.weight", "basis"} <= env and not any(n.startswith("task_head") for n in env)
-    terms = synpo_losses(net, batch, DirectConfig())
+    terms = _terms(net, batch)
     task = _grads(net, terms["task_disentangle_loss"])
     assert {"task_head.0.weight", "task_embedding.weight"} <= task and not any(n.startswith("env_head") for n in task)
 

@@ -7,16 +7,48 @@ import torch
 
 from rllib_synpo import precision as precision_module
 from rllib_synpo.checks import bad_setting
-from rllib_synpo.direct import DirectConfig, DirectImitation, synpo_losses
+from rllib_synpo.losses import TOTAL_LOSS, LossWeights, imitation_losses
+from rllib_synpo.networks import make_network
 from rllib_synpo.precision import PRECISION, resolve_precision, training_autocast
 
-SEEN = [(0, 0), (0, 1), (1, 1)]
-TINY = {"feature_dim": 16, "embedding_dim": 8, "network_kwargs": {"basis_dim": 8, "hidden_dim": 16}, "encoder_kwargs": {"width": 4, "batch_norm": True}}
+TINY = {"feature_dim": 16, "embedding_dim": 8, "basis_dim": 8, "hidden_dim": 16, "encoder_kwargs": {"width": 4, "batch_norm": True}}
 
 
-def _trainer(precision: str) -> DirectImitation:
-    config = DirectConfig(num_collectors=8, replay_capacity=512, warmup_states=64, batch_size=32, relabel_seen_tasks=True, precision=precision, **TINY)
-    return DirectImitation(config, SEEN, seed=0)
+def _net() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return make_network("synpo", obs_shape=(12, 16, 16), num_actions=5, num_envs=2, num_tasks=3, encoder="compact", **TINY)
+
+
+def _batch(seed: int, n: int = 32) -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return {
+        "obs": torch.randint(0, 256, (n, 12, 16, 16), dtype=torch.uint8, generator=g),
+        "env_id": torch.randint(0, 2, (n,), generator=g),
+        "task_id": torch.randint(0, 3, (n,), generator=g),
+        "expert_action": torch.randint(0, 5, (n,), generator=g),
+        "reward": torch.randn(n, generator=g),
+    }
+
+
+def _loss(net: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    out = net(batch["obs"], batch["env_id"], batch["task_id"])
+    return imitation_losses(
+        net, out, expert_actions=batch["expert_action"], executed_actions=batch["expert_action"], rewards=batch["reward"],
+        env_id=batch["env_id"], task_id=batch["task_id"], weights=LossWeights(),
+    )[TOTAL_LOSS]
+
+
+def _train(net: torch.nn.Module, precision: str, steps: int = 3) -> list[float]:
+    optimizer = torch.optim.Adam(net.parameters(), lr=1e-3, weight_decay=1e-4)
+    losses = []
+    for step in range(steps):
+        with training_autocast(precision, "cpu"):
+            loss = _loss(net, _batch(step))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
 
 
 def test_float32_is_no_autocast_and_bfloat16_computes_matrix_products_in_bfloat16():
@@ -40,11 +72,11 @@ def test_an_unknown_precision_is_named():
 
 
 def test_bfloat16_updates_keep_float32_weights_and_finite_losses():
-    trainer = _trainer("bfloat16")
-    before = copy.deepcopy(trainer.net.state_dict())
-    terms = [trainer.step() for _ in range(3)]
-    assert all(torch.isfinite(torch.tensor(list(t.values()))).all() for t in terms)
-    after = trainer.net.state_dict()
+    net = _net()
+    before = copy.deepcopy(net.state_dict())
+    losses = _train(net, "bfloat16")
+    assert all(torch.isfinite(torch.tensor(losses)))
+    after = net.state_dict()
     assert all(value.dtype == before[name].dtype for name, value in after.items())
     assert any(not torch.equal(value, before[name]) for name, value in after.items())
 
@@ -52,16 +84,14 @@ def test_bfloat16_updates_keep_float32_weights_and_finite_losses():
 def test_autocast_around_backward_and_adam_equals_autocast_around_the_forward_alone():
     """What `SynPoTorchLearner` relies on: RLlib's update is one method, so its autocast also
     spans the backward and the optimizer step."""
-    trainer = _trainer("bfloat16")
-    trainer.step()  # fills the replay
-    batch = trainer._tensors(trainer.replay.sample(trainer.rng, 32))
+    start = _net()
     results = []
     for whole_update in (False, True):
-        net = copy.deepcopy(trainer.net)
+        net = copy.deepcopy(start)
         optimizer = torch.optim.Adam(net.parameters(), lr=1e-3, weight_decay=1e-4)
-        for _ in range(2):
+        for step in range(2):
             with training_autocast("bfloat16", "cpu"):
-                loss = synpo_losses(net, batch, trainer.config)["total_loss"]
+                loss = _loss(net, _batch(step))
                 if whole_update:
                     optimizer.zero_grad()
                     loss.backward()
@@ -76,7 +106,6 @@ def test_autocast_around_backward_and_adam_equals_autocast_around_the_forward_al
 
 @pytest.mark.parametrize("precision", ["float32", "bfloat16"])
 def test_same_seed_same_updates(precision):
-    first, second = _trainer(precision), _trainer(precision)
-    for _ in range(2):
-        first.step(), second.step()
-    assert all(torch.equal(value, second.net.state_dict()[name]) for name, value in first.net.state_dict().items())
+    first, second = _net(), _net()
+    _train(first, precision, steps=2), _train(second, precision, steps=2)
+    assert all(torch.equal(value, second.state_dict()[name]) for name, value in first.state_dict().items())

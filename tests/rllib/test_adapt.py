@@ -9,21 +9,30 @@ import pandas as pd
 import pytest
 import torch
 
-from tests.rllib.conftest import tiny_config
+from tests.rllib.conftest import TINY_MODEL, tiny_config
 
 NEW_TASK = 19
+LOSS_NAMES = ("policy_loss", "reward_loss", "env_disentangle_loss", "task_disentangle_loss", "total_loss")
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
+BATCH_NORM_MODEL = {**TINY_MODEL, "encoder_kwargs": {"width": 4, "batch_norm": True}}
+EMBEDDINGS = ("net.env_embedding.weight", "net.task_embedding.weight")
+MODULE_PATH = Path("learner_group") / "learner" / "rl_module" / "synpo"  # in an algorithm checkpoint
+
+
 @pytest.fixture(scope="module")
 def checkpoint(ray_session, tmp_path_factory) -> Path:
-    """Tiny SynPo trained on every pair but task 19's (so task 19 is new)."""
+    """Tiny SynPo (with BatchNorm, whose running statistics must not move) trained on every
+    pair but task 19's (so task 19 is new)."""
     from synpo_envs.splits import Split
 
     seen = tuple((e, t) for e in range(20) for t in range(20) if t != NEW_TASK)
-    algo = tiny_config(split=Split(20, 20, seen, name="no_task_19")).build_algo()
+    config = tiny_config(split=Split(20, 20, seen, name="no_task_19"))
+    config.rl_module(model_config=dict(BATCH_NORM_MODEL))
+    algo = config.build_algo()
     try:
         algo.train()
         return Path(algo.save_to_path(tmp_path_factory.mktemp("imitation") / "ckpt"))
@@ -45,41 +54,105 @@ def maze_file(tmp_path_factory) -> Path:
 def _config(maze_file, **knobs):
     from rllib_synpo.adapt import AdaptConfig
 
-    return AdaptConfig(**{"setting": 2, "iterations": 20, "batch_size": 32, "episodes_per_pair": 1, "new_mazes": [str(maze_file)], **knobs})
+    defaults = {"setting": 2, "iterations": 20, "batch_size": 32, "episodes_per_pair": 1}
+    defaults["new_mazes"] = [str(maze_file)]
+    return AdaptConfig(**{**defaults, **knobs})
+
+
+def _state(module) -> dict[str, torch.Tensor]:
+    return {key: value.detach().clone() for key, value in module.state_dict().items()}
+
+
+def _adapted(checkpoint, maze_file):
+    """(prepared adaptation, its state before learning, the learner's log) of `_config`."""
+    from rllib_synpo.adapt import collect_demonstrations, learn_rows, prepare
+
+    config = _config(maze_file)
+    adaptation = prepare(checkpoint, config)
+    initial = _state(adaptation.module)
+    demos = collect_demonstrations(adaptation.demonstrated, adaptation.world, seed=config.seed)
+    assert set(zip(demos["env_id"].tolist(), demos["task_id"].tolist())) == set(adaptation.demonstrated)
+    rows = adaptation.ids.rows()
+    log = learn_rows(adaptation.module, rows, demos, adaptation.world, config, split=adaptation.split)
+    return adaptation, initial, log
 
 
 def test_only_the_new_rows_learn(checkpoint, maze_file):
     from ray.rllib.core.rl_module.rl_module import RLModule
 
-    from rllib_synpo.adapt import collect_demonstrations, prepare, train_new_embeddings
-
-    original = RLModule.from_checkpoint(checkpoint / "learner_group" / "learner" / "rl_module" / "synpo").net.state_dict()
-    adaptation = prepare(checkpoint, _config(maze_file))
+    original = _state(RLModule.from_checkpoint(checkpoint / MODULE_PATH))
+    assert sum("running_mean" in key for key in original) == 4  # BatchNorm: its statistics are checked too
+    adaptation, initial, log = _adapted(checkpoint, maze_file)
     assert adaptation.ids.envs == (20,) and adaptation.ids.tasks == (NEW_TASK,)
+    assert adaptation.ids.rows() == {"env_embedding": (20,), "task_embedding": (NEW_TASK,)}
     # Setting 2: the new maze with the 19 old tasks, the 20 old mazes with the new task.
     assert len(adaptation.demonstrated) == 19 + 20
-    net = adaptation.module.net
-    initial = {k: v.clone() for k, v in net.state_dict().items()}
-    assert initial["env_embedding.weight"].shape[0] == 21 and initial["task_embedding.weight"].shape[0] == 20
-    assert [p.shape for p in net.parameters() if p.requires_grad] == [(21, 8), (20, 8)]
+    assert initial[EMBEDDINGS[0]].shape == (21, 8) and initial[EMBEDDINGS[1]].shape == (20, 8)
+    assert [row["iteration"] for row in log] == [20]  # logged every 100 iterations and at the last
+    assert set(log[-1]) == {"iteration", *LOSS_NAMES, "action_accuracy"}
+    assert np.isfinite(log[-1]["total_loss"])
+    assert 0 <= log[-1]["action_accuracy"] <= 1
 
-    demos = collect_demonstrations(adaptation.demonstrated, adaptation.world, seed=0)
-    assert set(zip(demos["env_id"].tolist(), demos["task_id"].tolist())) == set(adaptation.demonstrated)
-    log = train_new_embeddings(adaptation.module, demos, _config(maze_file), adaptation.trainable)
-    assert log[-1]["iteration"] == 20 and np.isfinite(log[-1]["total_loss"])
-
-    after = net.state_dict()
+    after = adaptation.module.state_dict()
+    assert set(after) == set(original)
     for key, value in after.items():
-        if key not in ("env_embedding.weight", "task_embedding.weight"):
-            assert torch.equal(value, original[key]), key  # frozen, buffers included
-    assert torch.equal(after["env_embedding.weight"][:20], original["env_embedding.weight"])
+        if key not in EMBEDDINGS:
+            assert torch.equal(value, original[key]), key  # frozen, BatchNorm's running statistics included
     old_tasks = [t for t in range(20) if t != NEW_TASK]
-    assert torch.equal(after["task_embedding.weight"][old_tasks], original["task_embedding.weight"][old_tasks])
-    assert not torch.equal(after["env_embedding.weight"][20], initial["env_embedding.weight"][20])
-    assert not torch.equal(after["task_embedding.weight"][NEW_TASK], initial["task_embedding.weight"][NEW_TASK])
-    # Seeded: the same seed draws the same new rows.
-    again = prepare(checkpoint, _config(maze_file)).module.net.state_dict()
-    assert torch.equal(again["env_embedding.weight"], initial["env_embedding.weight"])
+    assert torch.equal(after[EMBEDDINGS[0]][:20], original[EMBEDDINGS[0]])
+    assert torch.equal(after[EMBEDDINGS[1]][old_tasks], original[EMBEDDINGS[1]][old_tasks])
+    # The new rows were drawn afresh, then learnt.
+    assert not torch.equal(initial[EMBEDDINGS[1]][NEW_TASK], original[EMBEDDINGS[1]][NEW_TASK])
+    assert not torch.equal(after[EMBEDDINGS[0]][20], initial[EMBEDDINGS[0]][20])
+    assert not torch.equal(after[EMBEDDINGS[1]][NEW_TASK], initial[EMBEDDINGS[1]][NEW_TASK])
+    # Seeded: the same seed draws the same rows and learns the same values.
+    again, again_initial, again_log = _adapted(checkpoint, maze_file)
+    assert again_log == log
+    for key, value in again.module.state_dict().items():
+        assert torch.equal(value, after[key]) and torch.equal(again_initial[key], initial[key]), key
+
+
+def test_the_learner_trains_only_the_listed_rows():
+    """`ADAPT_ROWS_KEY` on a hand-made batch: after updates only the listed rows differ; BatchNorm
+    keeps its statistics (while the same learner without the key moves them)."""
+    from synpo_envs.gridworld import BatchedGridWorld
+
+    from rllib_synpo import SynPoConfig
+    from rllib_synpo.algorithm import learner_batch
+    from rllib_synpo.learner import ADAPT_ROWS_KEY
+
+    pairs = [(3, 1), (3, 2), (0, 1), (5, 0), (3, 7), (9, 2), (0, 0), (12, 12)]  # frozen rows in the batch too
+    gridworld = BatchedGridWorld(len(pairs))
+    obs, info = gridworld.reset(seed=0, options={"pairs": pairs})
+    sample = {key: obs[key] for key in ("obs", "env_id", "task_id")}
+    rewards = np.linspace(-0.1, 1, len(pairs), dtype=np.float32)
+    sample.update(expert_action=info["expert_action"], action=info["expert_action"], reward=rewards)
+    spaces = {"synpo": (gridworld.single_observation_space, gridworld.single_action_space)}
+
+    def updated(learner_config_dict: dict) -> tuple[dict, dict]:
+        config = SynPoConfig().rl_module(model_config=dict(BATCH_NORM_MODEL)).debugging(seed=0)
+        learner = config.learners(learner_config_dict=learner_config_dict).build_learner(spaces=spaces)
+        module = learner.module["synpo"]
+        before = _state(module)
+        for _ in range(3):
+            learner.update(batch=learner_batch(sample))
+        return before, _state(module)
+
+    before, after = updated({ADAPT_ROWS_KEY: {"env_embedding": [3], "task_embedding": [1, 2]}})
+    changed = {key for key in after if not torch.equal(after[key], before[key])}
+    assert changed == set(EMBEDDINGS)
+    for key, rows in zip(EMBEDDINGS, ([3], [1, 2])):
+        moved = (after[key] != before[key]).any(-1).nonzero().flatten().tolist()
+        assert moved == rows, key
+    # Without the key the whole module trains, BatchNorm's statistics included.
+    before, after = updated({})
+    statistics = "net.encoder.convs.0.running_mean"
+    assert not torch.equal(after[statistics], before[statistics])
+    assert not torch.equal(after[EMBEDDINGS[0]][0], before[EMBEDDINGS[0]][0])
+    with pytest.raises(ValueError, match=r"rows \[20\] are not rows of env_embedding \(0..19\)"):
+        updated({ADAPT_ROWS_KEY: {"env_embedding": [20]}})
+    with pytest.raises(ValueError, match="has no embedding 'maze_embedding'"):
+        updated({ADAPT_ROWS_KEY: {"maze_embedding": [0]}})
 
 
 def test_quadrants_match_the_transfer_splits():
@@ -95,6 +168,8 @@ def test_quadrants_match_the_transfer_splits():
 
 
 def test_the_adapt_verb_writes_the_table_and_heatmaps(checkpoint, maze_file, tmp_path, capsys):
+    from ray.rllib.core.rl_module.rl_module import RLModule
+
     from rllib_synpo.cli import main
 
     out = tmp_path / "adapted"
@@ -115,15 +190,21 @@ def test_the_adapt_verb_writes_the_table_and_heatmaps(checkpoint, maze_file, tmp
     assert summary["new_envs"] == [20] and summary["new_tasks"] == [NEW_TASK]
     state = torch.load(out / "adapted_network.pt")
     assert state["env_embedding.weight"].shape == (21, 8)
+    original = RLModule.from_checkpoint(checkpoint / MODULE_PATH).net.state_dict()
+    frozen = [key for key in state if key not in ("env_embedding.weight", "task_embedding.weight")]
+    assert all(torch.equal(state[key], original[key]) for key in frozen)
+    assert torch.equal(state["env_embedding.weight"][:20], original["env_embedding.weight"])
 
 
 @pytest.mark.parametrize(
     "args, message",
     [
         (["--setting", "4"], "setting must be one of (2, 3), got 4"),
-        (["--setting", "3"], "setting 3 needs new environments and new tasks; new environments [], new tasks [19]"),
+        (["--setting", "3"],
+         "setting 3 needs new environments and new tasks; new environments [], new tasks [19]"),
         (["--setting", "2", "--iterations", "-1"], "iterations must be an integer >= 0"),
-        (["--setting", "2", "--new-maze", "/nonexistent/maze.txt"], "maze file '/nonexistent/maze.txt' does not exist"),
+        (["--setting", "2", "--new-maze", "/nonexistent/maze.txt"],
+         "maze file '/nonexistent/maze.txt' does not exist"),
         (["--setting", "2", "--new-maze", "BUILTIN"], "is the same maze as environment 0"),
     ],
 )
@@ -151,7 +232,8 @@ def test_capacity_benchmark_relearns_known_rows(checkpoint, tmp_path, capsys):
     from benchmarks.adapt_capacity import main
 
     out = tmp_path / "capacity.json"
-    assert main([str(checkpoint), "--known", "0", "--iterations", "5", "--episodes", "1", "--out", str(out)]) == 0
+    args = [str(checkpoint), "--known", "0", "--iterations", "5", "--episodes", "1", "--out", str(out)]
+    assert main(args) == 0
     result = json.loads(out.read_text())
     assert "new" not in result  # every maze was trained, so no new group
     known = result["known"]
@@ -161,5 +243,6 @@ def test_capacity_benchmark_relearns_known_rows(checkpoint, tmp_path, capsys):
     assert "known envs [0]: demonstration accuracy" in capsys.readouterr().out
     with pytest.raises(SystemExit, match=r"--new: environments \[3\] are in the checkpoint's seen pairs"):
         main([str(checkpoint), "--new", "3", "--known"])
-    with pytest.raises(SystemExit, match=r"--known: environments \[20\] are not ids of the checkpoint's 20 mazes \(0..19\)"):
+    message = r"--known: environments \[20\] are not ids of the checkpoint's 20 mazes \(0..19\)"
+    with pytest.raises(SystemExit, match=message):
         main([str(checkpoint), "--known", "20"])

@@ -159,6 +159,19 @@ def test_one_iteration_with_relabelled_seen_tasks_and_state_batches(ray_session)
         algo.stop()
 
 
+def test_state_batches_of_an_iteration_are_one_learner_call_of_several_updates(ray_session):
+    algo = tiny_config(states_per_update=16, updates_per_iteration=3).build_algo()
+    try:
+        optimizer = algo.learner_group._learner.get_optimizer("synpo")
+        steps_before = sum(state["step"] for state in optimizer.state_dict()["state"].values()) if optimizer.state else 0
+        result = algo.train()
+        assert result["learners"]["synpo"]["num_module_steps_trained"] == 3 * 16  # states trained
+        steps = {int(state["step"]) for state in optimizer.state_dict()["state"].values()}
+        assert steps_before == 0 and steps == {3}  # three Adam steps on every parameter
+    finally:
+        algo.stop()
+
+
 def test_successor_features_train_on_state_batches_with_successors(ray_session):
     config = tiny_config(states_per_update=32)
     config.rl_module(model_config={**config.model_config, "network": "sf"})

@@ -1,4 +1,5 @@
-"""The ``rllib`` command end to end: train from a YAML file, evaluate, resume after a kill."""
+"""The ``rllib`` command end to end: train from a YAML file, evaluate, resume after a kill, a
+study interrupted and resumed, then evaluated and reported; bad input in one line."""
 
 import json
 import os
@@ -155,8 +156,97 @@ def test_missing_file_and_checkpoint_are_named(tmp_path):
     assert out.returncode == 2 and "was trained on 'synpo_thor_pairs'" in out.stderr
 
 
+def _study(tmp_path, iterations: int, name: str = "study") -> Path:
+    """A study file: 2 networks x 2 seeds of tiny trials, one CPU each."""
+    spec = yaml.safe_load(_experiment(tmp_path, iterations=iterations, name=name).read_text())
+    config = spec[name]["config"]
+    config.update(
+        seed={"grid_search": [0, 1]}, num_cpus_for_main_process=1,
+        model_config={"grid_search": [{**TINY_MODEL, "network": network} for network in ("mlp", "synpo")]},
+    )
+    spec[name]["checkpoint_config"] = {"checkpoint_frequency": 5, "checkpoint_at_end": True}
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def _finished_trials(experiment: Path, iterations: int) -> list[Path]:
+    finished = []
+    for progress in experiment.glob("*/progress.csv"):
+        try:
+            if pd.read_csv(progress)["training_iteration"].max() == iterations:
+                finished.append(progress.parent)
+        except (pd.errors.EmptyDataError, KeyError):
+            pass
+    return sorted(finished)
+
+
+@pytest.mark.timeout(900)
+def test_a_study_interrupted_and_resumed_runs_no_finished_trial_again(tmp_path):
+    storage, iterations = tmp_path / "results", 30
+    study = _study(tmp_path, iterations)
+    process = subprocess.Popen([*RLLIB, "train", "file", str(study), "--storage-path", str(storage)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.time() + 600
+    while not _finished_trials(storage / "study", iterations) and time.time() < deadline and process.poll() is None:
+        time.sleep(0.2)
+    process.send_signal(signal.SIGINT)  # Ctrl-C, once a trial has finished
+    process.wait(timeout=300)
+    _kill_session(process.pid)
+    finished = {trial: (trial / "progress.csv").read_text() for trial in _finished_trials(storage / "study", iterations)}
+    assert 1 <= len(finished) < 4, f"the study was not interrupted mid-way ({len(finished)} trials finished)"
+
+    out = _run("train", "file", str(study), "--storage-path", str(storage), "--resume")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert len(_finished_trials(storage / "study", iterations)) == 4
+    for trial, progress in finished.items():  # not trained again
+        assert (trial / "progress.csv").read_text() == progress
+
+    assert _run("evaluate", str(storage / "study"), "--episodes-per-pair", "1").returncode == 0
+    out = _run("report", str(storage / "study"))
+    assert out.returncode == 0, out.stderr[-3000:]
+    table = pd.read_csv(storage / "study" / "report" / "report.csv")
+    assert sorted(table["group"]) == ["network=mlp", "network=synpo"] and table["trials"].tolist() == [2, 2]
+
+
+@pytest.mark.parametrize(
+    "model_config, message",
+    [
+        ({"grid_search": [{"network": "synpo"}, {"network": "transformer"}]}, "unknown network 'transformer'"),
+        ({"network": {"grid_search": ["synpo", "mlp"]}, "widht": 3}, "unknown SynPo model_config key(s) ['widht']"),
+        ({"grid_search": []}, "grid_search takes a non-empty list"),
+    ],
+)
+def test_a_study_file_with_a_bad_grid_gives_one_line(tmp_path, model_config, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump({"x": {"run": "SynPo", "config": {"model_config": model_config}}}))
+    out = _run("train", "file", str(path))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    (line,) = out.stderr.strip().splitlines()
+    assert line.startswith("error: ") and message in line
+
+
+def test_report_refuses_a_folder_without_trials_and_an_unevaluated_trial(tmp_path):
+    out = _run("report", str(tmp_path))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "holds no Tune trials" in out.stderr.strip().splitlines()[-1]
+    trial = tmp_path / "SynPo_synpo_pairs_0_seed=0"
+    trial.mkdir()
+    (trial / "params.json").write_text(json.dumps({"seed": 0}))
+    out = _run("report", str(tmp_path))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    (line,) = out.stderr.strip().splitlines()
+    assert line.startswith("error: ") and trial.name in line and "rllib evaluate" in line
+
+
+def test_bad_command_line_values_give_one_line(tmp_path):
+    out = _run("evaluate", str(tmp_path), "--episodes-per-pair", "-3")
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == ["error: rllib evaluate: argument --episodes-per-pair: expected an integer >= 1, got -3"]
+
+
 # The PPO example names an imitation checkpoint to start from: tests/rllib/test_ppo.py checks it.
-TUNED_EXAMPLES = sorted(p for p in (Path(__file__).resolve().parents[2] / "tuned_examples").glob("*.yaml") if "ppo" not in p.name)
+TUNED_EXAMPLES = sorted(p for p in (Path(__file__).resolve().parents[2] / "tuned_examples").glob("**/*.yaml") if "ppo" not in p.name)
 
 
 @pytest.mark.parametrize("path", TUNED_EXAMPLES, ids=[p.name for p in TUNED_EXAMPLES])

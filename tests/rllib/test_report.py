@@ -1,0 +1,456 @@
+"""``rllib report``: tables and figures of hand-made Ray Tune experiment folders, number by number.
+
+The folders have the shape ``rllib train file`` + ``rllib evaluate`` write (Tune's experiment
+state, one folder per started trial with params.json, progress.csv, a checkpoint and evaluation/),
+so the tests need neither Ray nor a training run.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rllib_synpo import report
+from rllib_synpo.paper_numbers import BLIND, TABLE1
+from rllib_synpo.report import ReportError, report_experiment
+
+STATES = "learners/__all_modules__/num_module_steps_trained_lifetime"
+SEEN, UNSEEN = "evaluation/seen_avg_success_rate", "evaluation/unseen_avg_success_rate"
+# Columns of a real progress.csv that the report does not read (it must pick its own out).
+OTHER_COLUMNS = (
+    "timers/training_iteration",
+    "evaluation/seen_avg_return",
+    "learners/synpo/num_module_steps_trained_lifetime",
+)
+TINY_MODEL = {"encoder": "compact", "feature_dim": 16, "embedding_dim": 8, "basis_dim": 8, "hidden_dim": 16}
+
+
+def _tag(grid: dict) -> str:
+    """Tune's experiment tag of a trial's grid values, without the trial's index."""
+    return ",".join(f"{key.split('/')[-1]}={value}" for key, value in grid.items())
+
+
+def _dirname(index: int, grid: dict) -> str:
+    tag = re.sub(r"[^\w=.,-]", "_", _tag(grid))
+    return f"SynPo_synpo_pairs_31a8d_{index:05d}_{index}_{tag}_2026-12-01_21-21-38"
+
+
+def _progress(path: Path, states: list[float], seconds: list[float], evaluations: dict[int, tuple]) -> None:
+    """progress.csv with evaluation rows only at the given iterations (empty cells elsewhere)."""
+    rows = []
+    for i, (done, elapsed) in enumerate(zip(states, seconds)):
+        seen, unseen = evaluations.get(i, (None, None))
+        rows.append(
+            {
+                "training_iteration": i + 1,
+                "time_total_s": elapsed,
+                STATES: done,
+                SEEN: seen,
+                UNSEEN: unseen,
+                **{column: 0.5 for column in OTHER_COLUMNS},
+            }
+        )
+    pd.DataFrame(rows).to_csv(path, index=False)
+
+
+def _trial(
+    exp: Path,
+    index: int,
+    grid: dict,
+    params: dict,
+    status: str = "TERMINATED",
+    seen: float | None = 0.5,
+    unseen: float | None = 0.4,
+    states: float = 1000.0,
+    seconds: float = 600.0,
+    evaluations: dict | None = None,
+    evaluated: bool = True,
+    started: bool = True,
+) -> dict:
+    """Writes one trial's folder (when started) and returns its Tune trial JSON."""
+    trial = {
+        "trial_id": f"31a8d_{index:05d}",
+        "status": status,
+        "experiment_tag": f"{index}_{_tag(grid)}",
+        "evaluated_params": grid,
+        "trainable_name": "SynPo",
+        "config": params,
+        "custom_dirname": None,
+        "storage": {"_type": "CLOUDPICKLE_FALLBACK", "value": "8005"},
+        "results": "80054e2e",
+    }
+    if not started:
+        return trial
+    name = _dirname(index, grid)
+    trial["relative_logdir"] = name
+    folder = exp / name
+    checkpoint = folder / "checkpoint_000002"
+    checkpoint.mkdir(parents=True)
+    (folder / "checkpoint_000001").mkdir()
+    seen_pairs = [[0, 0], [1, 1]]
+    meta = {"module_id": "synpo", "split": {"num_envs": 2, "num_tasks": 3, "seen": seen_pairs, "adapt": []}}
+    (checkpoint / "synpo_meta.json").write_text(json.dumps(meta))
+    (folder / "params.json").write_text(json.dumps(params))
+    _progress(folder / "progress.csv", [states / 2, states], [seconds / 2, seconds], evaluations or {})
+    if evaluated:
+        (folder / "evaluation").mkdir()
+        summary = {
+            "seen": {"avg_success_rate": seen, "avg_return": 9.1, "first_pick_accuracy": 0.9, "pairs": 144},
+            "unseen": {
+                "avg_success_rate": unseen,
+                "avg_return": 8.0,
+                "first_pick_accuracy": 0.8,
+                "pairs": 256,
+            },
+            "episodes_per_pair": 100,
+            "policy": "greedy",
+            "checkpoint": f"/elsewhere/{name}/checkpoint_000002",
+            "seconds": 40.1,
+            "seed": 0,
+        }
+        (folder / "evaluation" / "summary.json").write_text(json.dumps(summary))
+        frame = pd.DataFrame(
+            np.full((2, 3), 0.5),
+            index=pd.Index(range(2), name="env_id"),
+            columns=["task_0", "task_1", "task_2"],
+        )
+        frame.to_csv(folder / "evaluation" / "success_matrix.csv")
+    return trial
+
+
+def _state(exp: Path, trials: list[dict], stamp: str = "2026-12-01_21-21-38") -> None:
+    """Tune's experiment_state file: trial_data pairs of (trial JSON, runtime JSON) strings."""
+    exp.mkdir(parents=True, exist_ok=True)
+    runtime = json.dumps({"start_time": 1.0, "num_failures": 0, "last_result": {}})
+    state = {"trial_data": [[json.dumps(t), runtime] for t in trials], "runner_data": {}, "stats": {}}
+    (exp / f"experiment_state-{stamp}.json").write_text(json.dumps(state))
+    (exp / f"basic-variant-state-{stamp}.json").write_text("{}")
+    (exp / ".validate_storage_marker").touch()
+
+
+def _params(seed: int, network: str | None = None, window: int | None = None, **config) -> dict:
+    model = dict(TINY_MODEL) | ({"network": network} if network else {})
+    gridworld = {"max_steps": 60} | ({"window": window} if window is not None else {})
+    return {
+        "seed": seed,
+        "env": "synpo_pairs",
+        "_model_config": model,
+        "env_config": {"num_slots": 4, "gridworld": gridworld},
+        "evaluation_interval": 1,
+        **config,
+    }
+
+
+def _rows(out: Path) -> dict[str, pd.Series]:
+    frame = pd.read_csv(out / "report.csv")
+    return {row["group"]: row for _, row in frame.iterrows()}
+
+
+# (seen, unseen) success rates of the 2 networks x 3 seeds study, and their hand-computed stats.
+RATES = {
+    "mlp": [(0.60, 0.50), (0.70, 0.55), (0.80, 0.65)],
+    "synpo": [(0.90, 0.80), (0.92, 0.86), (0.94, 0.83)],
+}
+EXPECTED = {  # (seen mean, seen std, unseen mean, unseen std) in %, std with ddof 1
+    "mlp": (70.0, 10.0, 170 / 3, math.sqrt(175 / 3)),
+    "synpo": (92.0, 2.0, 83.0, 3.0),
+}
+
+
+@pytest.fixture
+def networks_study(tmp_path) -> Path:
+    exp = tmp_path / "storage" / "networks"
+    exp.mkdir(parents=True)
+    trials = []
+    for n, network in enumerate(RATES):
+        for seed, (seen, unseen) in enumerate(RATES[network]):
+            index = 3 * n + seed
+            grid = {"_model_config/network": network, "seed": seed}
+            trials.append(
+                _trial(
+                    exp,
+                    index,
+                    grid,
+                    _params(seed, network),
+                    seen=seen,
+                    unseen=unseen,
+                    evaluations={0: (seen / 2, unseen / 2), 1: (seen, unseen)},
+                    states=1000.0 * (index + 1),
+                    seconds=60.0 * (index + 1),
+                )
+            )
+    _state(exp, trials)
+    return exp
+
+
+def test_two_networks_three_seeds_number_by_number(networks_study):
+    paths = report_experiment(networks_study, echo=None)
+    out = networks_study / "report"
+    assert paths == [out / "report.md", out / "report.csv", out / "curves.png", out / "heatmap.png"]
+    rows = _rows(out)
+    assert list(rows) == ["network=mlp", "network=synpo"]
+    for n, network in enumerate(RATES):
+        row = rows[f"network={network}"]
+        assert row["trials"] == 3 and row["seeds"] == "0 1 2"
+        assert [row["seen_mean"], row["seen_std"], row["unseen_mean"], row["unseen_std"]] == pytest.approx(
+            EXPECTED[network]
+        )
+        paper = TABLE1[network]
+        assert [row["paper_seen"], row["paper_seen_std"], row["paper_unseen"], row["paper_unseen_std"]] == [
+            paper.seen,
+            paper.seen_std,
+            paper.unseen,
+            paper.unseen_std,
+        ]
+        # trial i trained 1000 (i + 1) states in 60 (i + 1) seconds: mean over i = 3n, 3n + 1, 3n + 2
+        assert row["states_trained_mean"] == pytest.approx(1000.0 * (3 * n + 2))
+        assert row["train_minutes_mean"] == pytest.approx(3 * n + 2)
+    markdown = (out / "report.md").read_text()
+    assert (
+        "| network=mlp | 3 | 0, 1, 2 | 70.0 ± 10.0 | 69.0 ± 2.0 | 56.7 ± 7.6 | 66.1 ± 2.6 | MLP, window 1 "
+        in markdown
+    )
+    assert "| 2,000 | 2.0 |" in markdown
+    assert "- Missing trials (not finished, left out of the numbers): 0" in markdown
+    assert "- Evaluation episodes per pair: 100" in markdown
+    for png in paths[2:]:
+        assert png.stat().st_size > 1000
+
+
+def test_out_folder_and_the_seeds_mean_success_matrix(networks_study, tmp_path):
+    study = report.read_study(networks_study)
+    assert [len(g.trials) for g in study.groups] == [3, 3]
+    matrices = [
+        np.array([[1.0, np.nan, 0.0], [0.5, 0.5, np.nan]]),
+        np.array([[0.0, np.nan, 0.0], [1.0, 0.5, 0.2]]),
+    ]
+    mean = report.mean_matrix(matrices, study.groups[0])
+    np.testing.assert_allclose(mean, [[0.5, np.nan, 0.0], [0.75, 0.5, 0.2]])
+    assert study.groups[0].trials[0].seen_mask.tolist() == [[True, False, False], [False, True, False]]
+    out = tmp_path / "elsewhere"
+    assert [p.parent for p in report_experiment(networks_study, out, echo=None)] == [out] * 4
+
+
+def test_paper_numbers_only_in_the_papers_setting(tmp_path):
+    """One seed per group: the blind mlp has the paper's window-0 numbers; sf at window 0 (not in
+    the blind table), an l3 ablation and a ratio split have none; a random split's seed is free."""
+    exp = tmp_path / "setting"
+    cases = [
+        ({"_model_config/network": "mlp", "env_config/gridworld/window": 0}, _params(0, "mlp", 0)),
+        ({"_model_config/network": "sf", "env_config/gridworld/window": 0}, _params(0, "sf", 0)),
+        ({"_model_config/network": "synpo", "l3": 0.1}, _params(0, "synpo", 1, l3=0.1)),
+        (
+            {"split": {"ratio": {"fraction": 0.3, "seed": 0}}},
+            _params(0, split={"ratio": {"fraction": 0.3, "seed": 0}}),
+        ),
+        ({"split": {"random": {"seed": 3}}}, _params(0, split={"random": {"seed": 3}})),
+        (
+            {"split": {"random": {"seed": 3, "num_seen": 100}}},
+            _params(0, split={"random": {"seed": 3, "num_seen": 100}}),
+        ),
+    ]
+    exp.mkdir()
+    _state(
+        exp, [_trial(exp, i, grid, params, seen=0.5, unseen=0.25) for i, (grid, params) in enumerate(cases)]
+    )
+    report_experiment(exp, echo=None)
+    rows = list(_rows(exp / "report").values())
+    assert [row["group"] for row in rows] == [
+        "network=mlp, window=0",
+        "network=sf, window=0",
+        "network=synpo, l3=0.1",
+        "fraction=0.3",
+        "random/seed=3",
+        "random/seed=3, num_seen=100",
+    ]
+    assert [rows[0]["paper_seen"], rows[0]["paper_unseen_std"]] == [
+        BLIND["mlp"].seen,
+        BLIND["mlp"].unseen_std,
+    ]
+    assert [rows[4]["paper_seen"], rows[4]["paper_unseen"]] == [TABLE1["synpo"].seen, TABLE1["synpo"].unseen]
+    for row in (rows[1], rows[2], rows[3], rows[5]):
+        assert all(
+            math.isnan(row[c]) for c in ("paper_seen", "paper_seen_std", "paper_unseen", "paper_unseen_std")
+        )
+    # A single seed has a mean and no std, in the csv and the table.
+    assert rows[0]["seen_mean"] == pytest.approx(50.0) and math.isnan(rows[0]["seen_std"])
+    assert (
+        "| network=sf, window=0 | 1 | 0 | 50.0 | - | 25.0 | - | - |"
+        in (exp / "report" / "report.md").read_text()
+    )
+
+
+def test_a_partial_study_reports_the_finished_trials_and_names_the_missing(tmp_path):
+    exp = tmp_path / "partial"
+    exp.mkdir()
+    trials = [
+        _trial(exp, 0, {"seed": 0}, _params(0), seen=0.8, unseen=0.6),
+        _trial(exp, 1, {"seed": 1}, _params(1), seen=0.6, unseen=0.4),
+        _trial(exp, 2, {"seed": 2}, _params(2), status="ERROR", evaluated=False),
+        _trial(exp, 3, {"seed": 3}, _params(3), status="PENDING", started=False),
+    ]
+    trials.append({"trial_id": "31a8d_00004", "status": "PENDING", "evaluated_params": {"seed": 4}})
+    _state(exp, trials)
+    echoed = []
+    report_experiment(exp, echo=echoed.append)
+    row = _rows(exp / "report")["partial"]
+    assert [row["trials"], row["seen_mean"], row["seen_std"]] == [
+        2,
+        pytest.approx(70.0),
+        pytest.approx(math.sqrt(200)),
+    ]
+    markdown = (exp / "report" / "report.md").read_text()
+    assert "- Trials: 5; finished and evaluated: 2" in markdown
+    assert "- Missing trials (not finished, left out of the numbers): 3" in markdown
+    assert f"  - {_dirname(2, {'seed': 2})} (ERROR), group partial" in markdown
+    assert "  - 31a8d_00003 (3_seed=3) (PENDING)" in markdown
+    assert "  - 31a8d_00004 (never started) (PENDING)" in markdown
+    assert echoed == [
+        f"left out: {_dirname(2, {'seed': 2})} (ERROR), group partial",
+        "left out: 31a8d_00003 (3_seed=3) (PENDING), group partial",
+        "left out: 31a8d_00004 (never started) (PENDING), group partial",
+    ]
+
+
+def test_a_finished_trial_without_evaluation_is_an_error(tmp_path):
+    exp = tmp_path / "unevaluated"
+    exp.mkdir()
+    _state(
+        exp,
+        [_trial(exp, 0, {"seed": 0}, _params(0)), _trial(exp, 1, {"seed": 1}, _params(1), evaluated=False)],
+    )
+    with pytest.raises(
+        ReportError,
+        match=re.escape(_dirname(1, {"seed": 1})) + ".*" + re.escape(f"run `rllib evaluate {exp}` first"),
+    ):
+        report_experiment(exp, echo=None)
+
+
+def test_a_folder_without_trials_or_finished_trials_is_an_error(tmp_path):
+    (tmp_path / "empty" / "not_a_trial").mkdir(parents=True)
+    with pytest.raises(
+        ReportError, match="holds no Tune trials .no experiment_state-.*json and no trial folder"
+    ):
+        report_experiment(tmp_path / "empty", echo=None)
+    with pytest.raises(ReportError, match="is not a folder"):
+        report_experiment(tmp_path / "absent", echo=None)
+    exp = tmp_path / "running"
+    exp.mkdir()
+    _state(exp, [_trial(exp, 0, {"seed": 0}, _params(0), status="RUNNING", evaluated=False)])
+    with pytest.raises(ReportError, match="has no finished trial .statuses RUNNING"):
+        report_experiment(exp, echo=None)
+
+
+def test_without_experiment_state_the_params_differences_are_the_groups(tmp_path):
+    """Trial folders only: groups by the params.json values that differ (l2, l3), not the seed nor
+    Tune's text of an object (it differs between trials); the ablations (l2 or l3 off their
+    defaults) have no paper numbers."""
+    exp = tmp_path / "ablation"
+    exp.mkdir()
+    index = 0
+    for l2, l3 in ((0.0, 0.001), (0.1, 0.001), (0.1, 0.1)):
+        for seed in (0, 1):
+            callback = f"<function on_result at 0x7f00{index:02d}>"
+            params = _params(seed, l2=l2, l3=l3, callbacks_on_train_result=callback)
+            _trial(exp, index, {"seed": seed}, params, seen=0.5 + 0.1 * seed)
+            index += 1
+    report_experiment(exp, echo=None)
+    rows = _rows(exp / "report")
+    assert list(rows) == ["l2=0, l3=0.001", "l2=0.1, l3=0.001", "l2=0.1, l3=0.1"]
+    assert [row["trials"] for row in rows.values()] == [2, 2, 2]
+    assert rows["l2=0.1, l3=0.001"]["paper_seen"] == TABLE1["synpo"].seen
+    assert math.isnan(rows["l2=0, l3=0.001"]["paper_seen"]) and math.isnan(
+        rows["l2=0.1, l3=0.1"]["paper_seen"]
+    )
+    assert rows["l2=0, l3=0.001"]["seen_mean"] == pytest.approx(55.0)
+    assert (
+        "- Tune experiment state: none; trials found from their folders"
+        in (exp / "report" / "report.md").read_text()
+    )
+
+
+def test_the_newest_experiment_state_names_the_trials(tmp_path):
+    exp = tmp_path / "resumed"
+    exp.mkdir()
+    first = _trial(exp, 0, {"seed": 0}, _params(0), seen=0.2)
+    second = _trial(exp, 1, {"seed": 1}, _params(1), seen=0.4)
+    _state(exp, [dict(first, status="RUNNING"), dict(second, status="PENDING")], stamp="2026-12-01_09-00-00")
+    _state(exp, [first, second], stamp="2026-12-02_09-00-00")
+    report_experiment(exp, echo=None)
+    assert _rows(exp / "report")["resumed"]["seen_mean"] == pytest.approx(30.0)
+
+
+def test_learning_curves_align_seeds_by_evaluation_and_truncate_to_the_shortest(tmp_path):
+    """progress.csv as Tune writes it: evaluation cells empty on rows without an evaluation."""
+    exp = tmp_path / "curves"
+    exp.mkdir()
+    _state(
+        exp,
+        [
+            _trial(exp, 0, {"seed": 0}, _params(0), evaluations={0: (0.2, 0.1), 1: (0.6, 0.3)}),
+            _trial(exp, 1, {"seed": 1}, _params(1), seconds=1200.0, evaluations={1: (0.4, 0.2)}),
+        ],
+    )
+    group = report.read_study(exp).groups[0]
+    curves = [report.evaluation_rows(t) for t in group.trials]
+    assert [len(c) for c in curves] == [2, 1]
+    minutes, mean, std = report.curve_band(curves, "seen")
+    # seed 0's first evaluation (5 minutes, 20 %) beside seed 1's only one (20 minutes, 40 %)
+    assert minutes.tolist() == pytest.approx([12.5]) and mean.tolist() == pytest.approx([30.0])
+    assert std.tolist() == pytest.approx([math.sqrt(200)])
+    assert report.curve_band(curves[:1], "unseen")[2] is None
+
+
+def test_short_unique_names_of_grid_keys():
+    keys = ["_model_config/network", "split/ratio/seed", "split/ratio/fraction", "a/l2", "b/l2"]
+    assert report.short_names(keys) == {
+        "_model_config/network": "network",
+        "split/ratio/seed": "ratio/seed",
+        "split/ratio/fraction": "fraction",
+        "a/l2": "a/l2",
+        "b/l2": "b/l2",
+    }
+    assert [report.format_value(v) for v in (0.0, 0.001, 1e-05, 3, "mlp", None, [1, 2])] == [
+        "0",
+        "0.001",
+        "1e-05",
+        "3",
+        "mlp",
+        "null",
+        "[1, 2]",
+    ]
+
+
+def test_a_grid_over_whole_model_configs_is_labelled_by_what_tells_the_groups_apart():
+    plain = {"network": "mlp", "encoder": "compact"}
+    coefficients = {
+        **plain,
+        "network": "mtl",
+        "normalize_embeddings": True,
+        "coefficient_function": "product",
+    }
+    configs = [plain, coefficients, {**coefficients, "network": "synpo"}]
+    trials = [
+        report.Trial(
+            f"t{i}_{seed}", "TERMINATED", None, report.flatten({"_model_config": c, "seed": seed}), {}
+        )
+        for i, c in enumerate(configs)
+        for seed in (0, 1)
+    ]
+    labels = report.group_labels(trials, "table1")
+    assert [labels[f"t{i}_0"] for i in range(3)] == ["network=mlp", "network=mtl", "network=synpo"]
+    assert labels["t1_0"] == labels["t1_1"]
+
+
+def test_importing_the_module_loads_neither_ray_nor_matplotlib():
+    tree = ast.parse(Path(report.__file__).read_text())
+    imported = {alias.name for node in tree.body if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module for node in tree.body if isinstance(node, ast.ImportFrom)}
+    assert not {name for name in imported if name.split(".")[0] in {"ray", "matplotlib", "torch"}}
