@@ -21,6 +21,12 @@ from typing import IO, Any
 
 META_FILE = "synpo_meta.json"
 REPLAY_FILE = "synpo_replay.pkl"
+# A Ray Tune trial folder: Tune's record of its config, and the evaluation `rllib evaluate`
+# writes into it (what `rllib report` reads).
+TRIAL_PARAMS = "params.json"
+TRIAL_EVALUATION = "evaluation"
+SUMMARY_FILE = "summary.json"
+MATRIX_FILE = "success_matrix.csv"
 MODULE_ID = "synpo"  # every pair slot maps to this one shared module
 # Where an algorithm checkpoint keeps the module (also the `component` argument that restores it).
 MODULE_COMPONENT = f"learner_group/learner/rl_module/{MODULE_ID}"

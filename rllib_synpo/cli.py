@@ -241,7 +241,8 @@ def evaluate_command(args: argparse.Namespace) -> int:
 
     trials = trial_folders(args.checkpoint)
     if len(trials) <= 1:
-        out = Path(args.out) if args.out else (trials[0] / TRIAL_EVALUATION if trials else Path(TRIAL_EVALUATION))
+        default = trials[0] / TRIAL_EVALUATION if trials else Path(TRIAL_EVALUATION)
+        out = Path(args.out) if args.out else default
         _evaluate_one(args, args.checkpoint, out)
         return 0
     settings = {"episodes_per_pair": args.episodes_per_pair, "pair_set": args.pairs, "seed": args.seed,

@@ -15,13 +15,19 @@ from pathlib import Path
 import numpy as np
 from synpo_envs.splits import Split
 
-from rllib_synpo.checkpoint_files import META_FILE, MODULE_COMPONENT, read_meta
+from rllib_synpo.checkpoint_files import (
+    MATRIX_FILE,
+    META_FILE,
+    MODULE_COMPONENT,
+    SUMMARY_FILE,
+    TRIAL_EVALUATION,
+    TRIAL_PARAMS,
+    read_meta,
+)
 from rllib_synpo.evaluation import PairResults, evaluate, torch_greedy_policy, torch_policy
 
 PAIR_SETS = ("seen", "unseen", "all")
-TRIAL_PARAMS = "params.json"  # what Ray Tune writes into every trial folder
-TRIAL_EVALUATION = "evaluation"  # a trial's evaluation folder (what `rllib report` reads)
-SUMMARY_FILE = "summary.json"
+__all__ = ["TRIAL_EVALUATION", "evaluate_checkpoint", "find_checkpoint", "greedy_summary", "trial_folders"]
 
 
 class CheckpointError(ValueError):
@@ -148,7 +154,7 @@ def evaluate_checkpoint(checkpoint: str | Path, *, episodes_per_pair: int = 100,
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     matrix = success_matrix(results, split)
-    pd.DataFrame(matrix, index=pd.Index(range(split.num_envs), name="env_id"), columns=[f"task_{t}" for t in range(split.num_tasks)]).to_csv(out / "success_matrix.csv")
+    pd.DataFrame(matrix, index=pd.Index(range(split.num_envs), name="env_id"), columns=[f"task_{t}" for t in range(split.num_tasks)]).to_csv(out / MATRIX_FILE)
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=1))
     title = ", ".join(
         f"{part} AvgSR {100 * summary[part]['avg_success_rate']:.1f}%" for part in ("seen", "unseen") if summary[part]["pairs"]

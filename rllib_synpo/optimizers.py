@@ -1,4 +1,4 @@
-"""Optimizer helpers shared by the RLlib learners and the Ray-free trainer: fused Adam where
+"""Optimizer helpers of the RLlib learners (Ray-free): fused Adam where
 torch has its kernels, and one pass that says whether a set of gradients may hold a nan/inf."""
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ from synpo_envs.splits import Split
 from rllib_synpo.checkpoint_files import MODULE_COMPONENT, MODULE_ID, read_meta, write_meta
 from rllib_synpo.checks import LEARNING_RATE, NON_NEGATIVE_NUMBER, POSITIVE_INT, POSITIVE_NUMBER, bad_setting
 from rllib_synpo.config import policy_mapping_fn, resolve_split
+from rllib_synpo.losses import LossWeights
 from rllib_synpo.optimizers import fused_adam_options
 from rllib_synpo.pair_env import ENV_CONFIG_KEYS, PAIRS_ENV_NAME
 from rllib_synpo.rl_module import SynPoTorchRLModule, check_model_config
@@ -117,9 +118,8 @@ class SynPoPPOConfig(PPOConfig):
         import rllib_synpo.algorithm  # noqa: F401  (registers the pair env with Tune)
 
         super().__init__(algo_class=algo_class or SynPoPPO)
-        self.l1 = 0.0
-        self.l2 = 0.1
-        self.l3 = 0.001
+        paper = LossWeights()
+        self.l1, self.l2, self.l3 = 0.0, paper.l2, paper.l3  # no reward loss by default
         self.split: Any = None
         self.finetune_pairs = "seen"
         self.imitation_checkpoint: str | None = None
@@ -354,7 +354,7 @@ class SynPoPPOTorchLearner(PPOTorchLearner):
 
     def compute_loss_for_module(self, *, module_id, config, batch, fwd_out) -> torch.Tensor:
         from rllib_synpo.learner import synpo_loss_terms
-        from rllib_synpo.losses import IMITATION_KL_LOSS, LossWeights, kl_to_reference
+        from rllib_synpo.losses import IMITATION_KL_LOSS, kl_to_reference
 
         total = super().compute_loss_for_module(module_id=module_id, config=config, batch=batch, fwd_out=fwd_out)
         aux_batch, aux_out = masked_rows(batch, fwd_out)

@@ -1,5 +1,5 @@
-"""Mixed precision of the training forward pass (Ray-free: shared by the direct trainer and the
-RLlib learner).
+"""Mixed precision of the training forward pass (Ray-free: the RLlib learner's, and any loop
+over the same network).
 
 "bfloat16" runs the forward pass under ``torch.autocast`` (convolutions and matrix products in
 bfloat16, losses and reductions in float32; the weights, the optimizer and the backward's

@@ -27,18 +27,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from synpo_envs.gridworld.constants import DEFAULT_WINDOW
+
+from rllib_synpo.checkpoint_files import MATRIX_FILE, META_FILE, SUMMARY_FILE, TRIAL_EVALUATION, TRIAL_PARAMS
+from rllib_synpo.losses import LossWeights
 from rllib_synpo.paper_numbers import BLIND, DISPLAY_NAMES, TABLE1, PaperAvgSR
 
 STATE_GLOB = "experiment_state-*.json"
-PARAMS_FILE = "params.json"
+PARAMS_FILE = TRIAL_PARAMS
 PROGRESS_FILE = "progress.csv"
-EVALUATION_DIR = "evaluation"
-SUMMARY_FILE = "summary.json"
-MATRIX_FILE = "success_matrix.csv"
-CHECKPOINT_META_FILE = "synpo_meta.json"  # rllib_synpo.algorithm.META_FILE (that module imports Ray)
+RESULTS_FILE = "result.json"  # Tune's results, one JSON object per line
+EVALUATION_DIR = TRIAL_EVALUATION
+CHECKPOINT_META_FILE = META_FILE
 DEFAULT_REPORT_DIR = "report"
 
 FINISHED = "TERMINATED"  # Tune's status of a trial that ran to its stop condition
+INTERRUPTED = "TERMINATED before its stop criteria"  # what the report calls a Ctrl-C'd trial
 SEED_KEY = "seed"  # the training seed, the one grid value a group averages over
 PARTS = ("seen", "unseen")
 MISSING = "-"
@@ -48,11 +52,11 @@ TIME_COLUMN = "time_total_s"
 STATES_COLUMN = "learners/__all_modules__/num_module_steps_trained_lifetime"
 EVAL_COLUMNS = {part: f"evaluation/{part}_avg_success_rate" for part in PARTS}
 
-# SynPoConfig's defaults (rllib_synpo.config and rl_module import Ray, so they are restated here):
-# a params.json holds only what the study file sets.
+# The defaults a params.json leaves out (it holds only what the study file sets): the module's
+# network (rllib_synpo.rl_module imports Ray, so it is restated here), the gridworld's window
+# and the paper's loss weights.
 DEFAULT_NETWORK = "synpo"
-DEFAULT_WINDOW = 1
-DEFAULT_LOSS_WEIGHTS = {"l2": 0.1, "l3": 0.001}
+DEFAULT_LOSS_WEIGHTS = {"l2": LossWeights().l2, "l3": LossWeights().l3}
 GRIDWORLD_ENV = "synpo_pairs"
 PAPER_ALGORITHM = "SynPo"  # the paper's numbers are for imitation, not the PPO variant
 # The paper's 144 seen / 256 unseen split of 20 mazes x 20 tasks: a ``{"random": {...}}`` split
@@ -96,7 +100,7 @@ class EvaluatedTrial:
 
     trial: Trial
     summary: dict  # evaluation/summary.json
-    progress: pd.DataFrame | None  # the progress.csv columns this report reads; None if absent
+    progress: pd.DataFrame | None  # per iteration: time, states trained, evaluations; None if absent
     matrix: np.ndarray | None  # evaluation/success_matrix.csv as (envs, tasks); None if absent
     seen_mask: np.ndarray | None  # seen pairs of the trial's split, from its checkpoint's metadata
 
@@ -233,13 +237,41 @@ def trial_from_entry(folder: Path, state_file: Path, entry: Any) -> Trial:
         name = logdir
     else:
         name = f"{data.get('trial_id', '?')} ({data.get('experiment_tag') or 'never started'})"
+    status = str(data["status"])
+    if status == FINISHED and not reached_stop(data.get("stopping_criterion"), runtime_result(entry)):
+        status = INTERRUPTED  # Tune marks a trial stopped by Ctrl-C TERMINATED too
     return Trial(
         name=name,
-        status=str(data["status"]),
+        status=status,
         folder=trial_folder,
         grid=flatten(data.get("evaluated_params") or {}),
         params=read_params(trial_folder),
         trainable=data.get("trainable_name"),
+    )
+
+
+def runtime_result(entry: Any) -> dict | None:
+    """The last result in a ``trial_data`` entry's runtime JSON, None where there is none."""
+    if not isinstance(entry, (list, tuple)) or len(entry) < 2:
+        return None
+    try:
+        runtime = json.loads(entry[1]) if isinstance(entry[1], str) else entry[1]
+    except ValueError:
+        return None
+    result = runtime.get("last_result") if isinstance(runtime, dict) else None
+    return result if isinstance(result, dict) else None
+
+
+def reached_stop(criteria: Any, result: dict | None) -> bool:
+    """Whether ``result`` meets one of Tune's stop ``criteria`` (``{metric: value}``, nested
+    metrics as "a/b"); True where the state records no criteria or no result to check."""
+    if not isinstance(criteria, dict) or not criteria or result is None:
+        return True
+    flat = flatten(result)
+    return any(
+        isinstance(flat.get(key), (int, float)) and flat[key] >= value
+        for key, value in criteria.items()
+        if isinstance(value, (int, float))
     )
 
 
@@ -407,19 +439,30 @@ def read_evaluated(trial: Trial, experiment: Path) -> EvaluatedTrial:
     return EvaluatedTrial(
         trial=trial,
         summary=summary,
-        progress=read_progress(trial.folder / PROGRESS_FILE),
+        progress=read_progress(trial.folder),
         matrix=read_matrix(trial.folder / EVALUATION_DIR / MATRIX_FILE),
         seen_mask=read_seen_mask(evaluated_checkpoint(trial.folder, summary)),
     )
 
 
-def read_progress(path: Path) -> pd.DataFrame | None:
-    """The progress.csv columns of time, states trained and periodic evaluations."""
+def read_progress(folder: Path) -> pd.DataFrame | None:
+    """A trial's time, states trained and periodic evaluations, one row per iteration: from
+    Tune's ``result.json`` (every result's keys), else from ``progress.csv``, whose columns are
+    only those of the first result (a trial whose updates or evaluations start later has none
+    of theirs there)."""
     wanted = {TIME_COLUMN, STATES_COLUMN, *EVAL_COLUMNS.values()}
-    if not path.is_file():
+    results = folder / RESULTS_FILE
+    if results.is_file():
+        rows = []
+        for line in results.read_text().splitlines():
+            if line.strip():
+                flat = flatten(json.loads(line))
+                rows.append({key: flat[key] for key in wanted if key in flat})
+        return pd.DataFrame(rows, columns=sorted(wanted)) if rows else None
+    if not (folder / PROGRESS_FILE).is_file():
         return None
     try:
-        return pd.read_csv(path, usecols=lambda column: column in wanted)
+        return pd.read_csv(folder / PROGRESS_FILE, usecols=lambda column: column in wanted)
     except pd.errors.EmptyDataError:
         return None
 

@@ -37,7 +37,7 @@ def make_network(kind: str, *, obs_shape: tuple[int, int, int], num_actions: int
     config (encoder, encoder_kwargs, feature_dim, embedding_dim, basis_dim, hidden_dim)."""
     if kind not in NETWORKS:
         raise ValueError(f"unknown network {kind!r}; expected one of {sorted(NETWORKS)}")
-    # Checked here, where the RLModule and the Ray-free trainer meet: a negative size would fail
+    # Checked here, where every network is built: a negative size would fail
     # deep in torch and a zero one build an empty layer.
     check_settings({key: sizes.get(key, 1) for key in LAYER_SIZE_KEYS}, {POSITIVE_INT: LAYER_SIZE_KEYS})
     return NETWORKS[kind](obs_shape=obs_shape, num_actions=num_actions, num_envs=num_envs, num_tasks=num_tasks, **sizes)

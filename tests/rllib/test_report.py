@@ -7,7 +7,8 @@ so the tests need neither Ray nor a training run.
 
 from __future__ import annotations
 
-import ast
+import subprocess
+import sys
 import json
 import math
 import re
@@ -319,6 +320,54 @@ def test_a_partial_study_reports_the_finished_trials_and_names_the_missing(tmp_p
     ]
 
 
+def test_a_trial_stopped_before_its_stop_criteria_is_missing_though_tune_says_terminated(tmp_path):
+    """After Ctrl-C Tune marks the running trials TERMINATED; their last result tells."""
+    exp = tmp_path / "interrupted"
+    done = _trial(exp, 0, {"seed": 0}, _params(0), seen=0.8, unseen=0.6)
+    cut = _trial(exp, 1, {"seed": 1}, _params(1), seen=0.1, unseen=0.1)
+    for trial in (done, cut):
+        trial["stopping_criterion"] = {"time_total_s": 3600}
+    exp.mkdir(exist_ok=True)
+    results = [{"time_total_s": 3601.5}, {"time_total_s": 1200.0}]
+    runtimes = [json.dumps({"start_time": 1.0, "last_result": result}) for result in results]
+    state = {"trial_data": [[json.dumps(t), r] for t, r in zip((done, cut), runtimes)], "runner_data": {}, "stats": {}}
+    (exp / "experiment_state-2026-12-01_21-21-38.json").write_text(json.dumps(state))
+    report_experiment(exp, echo=None)
+    row = _rows(exp / "report")["interrupted"]
+    assert [row["trials"], row["seen_mean"]] == [1, pytest.approx(80.0)]
+    markdown = (exp / "report" / "report.md").read_text()
+    assert f"{_dirname(1, {'seed': 1})} (TERMINATED before its stop criteria)" in markdown
+
+
+def test_states_and_curves_come_from_result_json_where_progress_csv_lacks_their_columns(tmp_path):
+    """Tune's progress.csv keeps the first result's columns: a trial whose updates start after
+    a warm-up has no learner or evaluation columns there, but every key in result.json."""
+    exp = tmp_path / "warmup"
+    trials = [_trial(exp, i, {"seed": i}, _params(i)) for i in range(2)]
+    _state(exp, trials)
+    for index, trial in enumerate(trials):
+        folder = exp / trial["relative_logdir"]
+        pd.DataFrame({"training_iteration": [1, 2, 3], "time_total_s": [1.0, 2.0, 3.0]}).to_csv(
+            folder / "progress.csv", index=False
+        )
+        results = [
+            {"training_iteration": 1, "time_total_s": 60.0},
+            {"training_iteration": 2, "time_total_s": 120.0, "learners": {"__all_modules__": {
+                "num_module_steps_trained_lifetime": 2048}}, "evaluation": {
+                "seen_avg_success_rate": 0.2, "unseen_avg_success_rate": 0.1 * index}},
+            {"training_iteration": 3, "time_total_s": 180.0, "learners": {"__all_modules__": {
+                "num_module_steps_trained_lifetime": 4096 * (index + 1)}}},
+        ]
+        (folder / "result.json").write_text("".join(json.dumps(r) + "\n" for r in results))
+    report_experiment(exp, echo=None)
+    row = _rows(exp / "report")["warmup"]
+    assert row["states_trained_mean"] == pytest.approx((4096 + 8192) / 2)
+    assert row["train_minutes_mean"] == pytest.approx(3.0)
+    (group,) = report.read_study(exp).groups
+    unseen = sorted(float(t.progress["evaluation/unseen_avg_success_rate"].dropna().iloc[0]) for t in group.trials)
+    assert unseen == [0.0, 0.1]  # each trial's periodic evaluation, read from its result.json
+
+
 def test_a_finished_trial_without_evaluation_is_an_error(tmp_path):
     exp = tmp_path / "unevaluated"
     exp.mkdir()
@@ -450,7 +499,6 @@ def test_a_grid_over_whole_model_configs_is_labelled_by_what_tells_the_groups_ap
 
 
 def test_importing_the_module_loads_neither_ray_nor_matplotlib():
-    tree = ast.parse(Path(report.__file__).read_text())
-    imported = {alias.name for node in tree.body if isinstance(node, ast.Import) for alias in node.names}
-    imported |= {node.module for node in tree.body if isinstance(node, ast.ImportFrom)}
-    assert not {name for name in imported if name.split(".")[0] in {"ray", "matplotlib", "torch"}}
+    probe = "import sys, rllib_synpo.report; print(sorted({'ray', 'matplotlib'} & {m.split('.')[0] for m in sys.modules}))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
