@@ -5,7 +5,7 @@ evaluated by ``rllib evaluate EXP`` (each trial folder then holds ``evaluation/s
 ``evaluation/success_matrix.csv``). Trials that differ only in ``seed`` form a group; each group is
 one table row with AvgSR in percent as mean ± sample std (ddof 1) over its seeds, beside the
 paper's numbers where the group runs the paper's setting, plus a learning-curve figure (the
-periodic evaluations of ``progress.csv``) and a figure of each group's mean success matrix.
+periodic evaluations in Tune's ``result.json``) and a figure of each group's mean success matrix.
 
 Trials Tune has not finished (pending, running, errored, paused) are left out of the numbers
 and named in the report; a finished trial without an evaluation stops the report, since its
@@ -47,7 +47,7 @@ SEED_KEY = "seed"  # the training seed, the one grid value a group averages over
 PARTS = ("seen", "unseen")
 MISSING = "-"
 
-# progress.csv columns (RLlib's result keys flattened with "/").
+# Result keys (RLlib's nested result keys joined with "/", as progress.csv names its columns).
 TIME_COLUMN = "time_total_s"
 STATES_COLUMN = "learners/__all_modules__/num_module_steps_trained_lifetime"
 EVAL_COLUMNS = {part: f"evaluation/{part}_avg_success_rate" for part in PARTS}
@@ -109,7 +109,7 @@ class EvaluatedTrial:
         return None if rate is None else 100.0 * float(rate)
 
     def last_progress_value(self, column: str) -> float | None:
-        """The column's last non-empty value in progress.csv (None if it has none)."""
+        """The column's last non-empty value in the trial's results (None if it has none)."""
         if self.progress is None or column not in self.progress:
             return None
         values = self.progress[column].dropna()
@@ -644,7 +644,7 @@ def setup_lines(study: Study) -> list[str]:
         ("- AvgSR: success rate over the pairs in percent, mean ± sample std (ddof 1) over a group's "
         "seeds; one seed shows the mean alone"),
         ("- States trained: the last learners/__all_modules__/num_module_steps_trained_lifetime of "
-        "progress.csv, mean over a group's trials; training minutes: the last time_total_s / 60"),
+        "the trial's results, mean over a group's trials; training minutes: the last time_total_s / 60"),
         ("- Paper: SynPo (NeurIPS 2018) supplement, 144/256 split, mean ± std over 3 seeds; only for "
         "groups in the paper's setting (its networks and window, the 144/256 random split, "
         "default l2/l3)"),
@@ -705,7 +705,7 @@ def write_csv(study: Study, path: Path) -> Path:
 
 
 def evaluation_rows(trial: EvaluatedTrial) -> pd.DataFrame | None:
-    """The progress.csv rows with a periodic evaluation (time and both AvgSRs), None if none."""
+    """The result rows with a periodic evaluation (time and both AvgSRs), None if none."""
     progress = trial.progress
     if progress is None or TIME_COLUMN not in progress or EVAL_COLUMNS["seen"] not in progress:
         return None
