@@ -123,20 +123,22 @@ class SynPo(Algorithm):
         at once and cut into the updates' minibatches by the learner (one call: RLlib's per-call
         work, such as reducing its metrics, is paid once an iteration); whole trajectories, and
         states with their successors (rows that point at other rows), one update a call."""
-        updates = self.config.updates_per_iteration
-        # The schedule clock under the key RLlib's learners read for schedules.
-        timesteps = {NUM_ENV_STEPS_SAMPLED_LIFETIME: self._schedule_clock()}
-        size = self.config.states_per_update
+        updates, size = self.config.updates_per_iteration, self.config.states_per_update
         if size is not None and not self._with_successors:
             batch = learner_batch(self.replay.sample_states(updates * size), self.layout)
-            results = self.learner_group.update(batch=batch, timesteps=timesteps, minibatch_size=size, num_epochs=1)
+            results = self.learner_group.update(
+                batch=batch, timesteps=self._schedule_timesteps(), minibatch_size=size, num_epochs=1
+            )
             self.metrics.aggregate(results, key=LEARNER_RESULTS)
             return
         for _ in range(updates):
             batch = learner_batch(self._sample(), self.layout)
-            results = self.learner_group.update(batch=batch, timesteps=timesteps)
+            results = self.learner_group.update(batch=batch, timesteps=self._schedule_timesteps())
             self.metrics.aggregate(results, key=LEARNER_RESULTS)
-            timesteps = {NUM_ENV_STEPS_SAMPLED_LIFETIME: self._schedule_clock()}
+
+    def _schedule_timesteps(self) -> dict[str, float]:
+        """The schedule clock under the key RLlib's learners read for schedules."""
+        return {NUM_ENV_STEPS_SAMPLED_LIFETIME: self._schedule_clock()}
 
     def _sync_env_runner_weights(self) -> None:
         """The learner's weights to the env runners, if they changed since the last sync."""

@@ -252,10 +252,10 @@ def evaluate_command(args: argparse.Namespace) -> int:
         print(f"[trial {number}/{len(trials)}] {trial.name}")
         if not any(trial.glob("checkpoint_*")):
             print("no checkpoint yet, skipped")
-        elif is_evaluated(out, find_checkpoint(trial), settings):
+        elif is_evaluated(out, checkpoint := find_checkpoint(trial), settings):
             print(f"already evaluated in {out}, skipped")
         else:
-            _evaluate_one(args, trial, out)
+            _evaluate_one(args, checkpoint, out)
     return 0
 
 
