@@ -25,14 +25,14 @@ import numpy as np
 import torch
 from synpo_envs.gridworld.mazes import resolve_mazes
 
-from rllib_synpo.adapt import (
+from rllib_synpo.adaptation import (
     AdaptConfig,
     collect_demonstrations,
     demonstration_batch,
     learn_rows,
     renew_embedding,
 )
-from rllib_synpo.evaluate import read_gridworld_checkpoint
+from rllib_synpo.checkpoint import read_gridworld_checkpoint
 from rllib_synpo.evaluation import evaluate, torch_greedy_policy
 
 GROUP_SIZE = 5  # environments per group unless given

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks.rllib_throughput import DEFAULT_EXPERIMENT, local_ray, synpo_config
-from rllib_synpo.trajectories import collect_trajectories
+from rllib_synpo.env.trajectory import collect_trajectories
 
 MICROSECONDS = 1e6
 

@@ -14,7 +14,7 @@ import time
 
 import torch
 
-from rllib_synpo.evaluate import load_checkpoint
+from rllib_synpo.checkpoint import load_checkpoint
 from rllib_synpo.evaluation import evaluate, torch_greedy_policy
 
 

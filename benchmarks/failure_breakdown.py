@@ -19,7 +19,7 @@ import numpy as np
 from synpo_envs.gridworld.constants import TASK_COLOURS
 from synpo_envs.splits import Pair, Split
 
-from rllib_synpo.evaluate import load_checkpoint
+from rllib_synpo.checkpoint import load_checkpoint
 from rllib_synpo.evaluation import PairResults, evaluate, torch_greedy_policy
 
 

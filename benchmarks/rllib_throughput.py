@@ -37,9 +37,8 @@ from typing import Any
 
 import torch
 
-# Importing rllib_synpo switches the float math to flush-to-zero before torch starts its threads
-# (as in a Tune trial); both loops run with it.
-from rllib_synpo.cli import USAGE_ERROR, UsageError
+from rllib_synpo.cli.main import USAGE_ERROR, UsageError
+from rllib_synpo.utils.denormals import flush_denormals_where_wanted
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_EXPERIMENT = ROOT / "tuned_examples" / "synpo_gridworld.yaml"
@@ -76,8 +75,8 @@ def _parser() -> argparse.ArgumentParser:
 def checked_synpo_config(path: str):
     """The `SynPoConfig` of the file's single SynPo experiment, evaluation off; `UsageError`
     when the file is not one valid SynPo experiment."""
-    from rllib_synpo.algorithm import SynPo
-    from rllib_synpo.cli import experiment_config, load_experiments
+    from rllib_synpo.algorithms.synpo.synpo import SynPo
+    from rllib_synpo.cli.main import experiment_config, load_experiments
 
     experiments = load_experiments(path)
     if len(experiments) != 1:
@@ -165,9 +164,9 @@ class BareLoop:
     decay, with the config's gradient clipping if any. Nothing is logged."""
 
     def __init__(self, module, replay, layout, config, successors: bool) -> None:
-        from rllib_synpo.learner import loss_weights
-        from rllib_synpo.optimizers import fused_adam_options
-        from rllib_synpo.precision import resolve_precision
+        from rllib_synpo.algorithms.synpo.torch.synpo_torch_learner import loss_weights
+        from rllib_synpo.utils.optimizers import fused_adam_options
+        from rllib_synpo.utils.precision import resolve_precision
 
         self.module = module.train()
         self.replay, self.layout, self.successors = replay, layout, successors
@@ -185,7 +184,7 @@ class BareLoop:
         """A loop on ``algo``'s replay (read only; its sampling generator moves on) and a new
         module built from the algorithm's config and spaces as its learner's, with the
         learner's current weights."""
-        from rllib_synpo.config import MODULE_ID
+        from rllib_synpo.checkpoint import MODULE_ID
 
         spec = algo.config.get_multi_rl_module_spec(spaces=algo.spaces, inference_only=False)
         module = spec.build()[MODULE_ID]
@@ -196,8 +195,8 @@ class BareLoop:
         """The columns `SynPo.training_step` sends its learner, as the learner's tensors."""
         from ray.rllib.utils.torch_utils import convert_to_torch_tensor
 
-        from rllib_synpo.algorithm import learner_batch
-        from rllib_synpo.config import MODULE_ID
+        from rllib_synpo.algorithms.synpo.synpo import learner_batch
+        from rllib_synpo.checkpoint import MODULE_ID
 
         sample = self.replay.sample_states(self.states_per_update, successors=self.successors)
         # What `TorchLearner._convert_batch_type` does with the numpy batch.
@@ -209,9 +208,9 @@ class BareLoop:
         `SynPoTorchLearner`)."""
         from ray.rllib.utils.torch_utils import clip_gradients
 
-        from rllib_synpo.learner import synpo_loss_terms
+        from rllib_synpo.algorithms.synpo.torch.synpo_torch_learner import synpo_loss_terms
         from rllib_synpo.losses import TOTAL_LOSS
-        from rllib_synpo.precision import training_autocast
+        from rllib_synpo.utils.precision import training_autocast
 
         batch = self.batch()
         with training_autocast(self.precision, DEVICE):
@@ -316,12 +315,13 @@ def _checked_args(argv: list[str] | None) -> tuple[argparse.Namespace, Any, list
 
 
 def main(argv: list[str] | None = None) -> int:
+    flush_denormals_where_wanted()  # both loops, set before torch starts its threads (as in a trial)
     try:
         args, config, updates = _checked_args(argv)
     except UsageError as err:
         print(f"error: {err}", file=sys.stderr)
         return USAGE_ERROR
-    from rllib_synpo.precision import resolve_precision
+    from rllib_synpo.utils.precision import resolve_precision
 
     ratios = []
     with local_ray(max(args.threads)), _restored_threads():

@@ -1,5 +1,5 @@
 """Resident memory of a training run with periodic evaluations, with the heap's free pages
-released after each evaluation (`rllib_synpo.heap`, the default) and kept, each in a fresh
+released after each evaluation (`rllib_synpo.utils.heap`, the default) and kept, each in a fresh
 process, in one run.
 
     python benchmarks/training_memory.py [--experiment tuned_examples/synpo_gridworld.yaml] \
@@ -42,8 +42,8 @@ def run_mode(args: argparse.Namespace) -> None:
     import ray
     import torch
 
-    from rllib_synpo import evaluation
-    from rllib_synpo.heap import resident_memory_mb
+    from rllib_synpo import evaluation  # noqa: F401
+    from rllib_synpo.utils.heap import resident_memory_mb
 
     if args.mode == "kept":
         evaluation.release_free_heap = lambda: False

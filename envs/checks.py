@@ -1,4 +1,4 @@
-"""Argument checks shared by the environments (and re-exported by `rllib_synpo.checks`)."""
+"""Argument checks shared by the environments (and re-exported by `rllib_synpo.utils.checks`)."""
 
 from __future__ import annotations
 

@@ -1,38 +1,40 @@
-"""SynPo for Ray RLlib: network, RLModule, imitation algorithm, evaluation, command line.
+"""SynPo for Ray RLlib: network, RLModule, imitation and PPO algorithms, evaluation, command line.
 
 The plain torch parts (`rllib_synpo.networks`, `rllib_synpo.losses`) import no Ray; the RLlib
-parts load on first use (``from rllib_synpo import SynPoConfig``), which also registers the
-`SynPo` and `SynPoPPO` algorithms and the ``synpo_pairs`` env with Ray Tune. Importing it
-switches the process's float math to flush-to-zero (`rllib_synpo.denormals`;
-``RLLIB_SYNPO_FLUSH_DENORMALS=0`` leaves it alone).
+parts load on first use (``from rllib_synpo import SynPoConfig``). Importing changes no
+process-wide state: `register` makes ``run: SynPo``, ``run: SynPoPPO``, ``env: synpo_pairs``
+and ``env: synpo_thor_pairs`` known to Ray Tune (the ``rllib`` command and `SynPo.setup` call
+it), and the learner and evaluation set flush-to-zero where they run
+(`rllib_synpo.utils.denormals`).
 """
 
 import importlib
 
-from rllib_synpo.denormals import flush_denormals, flush_denormals_wanted
-
-if flush_denormals_wanted():
-    flush_denormals()  # before torch starts its threads, which inherit it
-
 __version__ = "0.1.0"
 
 _LAZY = {
-    "SynPo": "rllib_synpo.algorithm",
-    "SynPoConfig": "rllib_synpo.config",
-    "MODULE_ID": "rllib_synpo.config",
-    "SynPoPairsEnv": "rllib_synpo.pair_env",
-    "PAIRS_ENV_NAME": "rllib_synpo.pair_env",
+    "SynPo": "rllib_synpo.algorithms.synpo",
+    "SynPoConfig": "rllib_synpo.algorithms.synpo",
+    "MODULE_ID": "rllib_synpo.checkpoint",
+    "SynPoPairsEnv": "rllib_synpo.env.pair_env",
+    "PAIRS_ENV_NAME": "rllib_synpo.env.pair_env",
     "SynPoTorchRLModule": "rllib_synpo.rl_module",
-    "SynPoTorchLearner": "rllib_synpo.learner",
-    "SynPoPPO": "rllib_synpo.ppo",
-    "SynPoPPOConfig": "rllib_synpo.ppo",
-    "SynPoPPOTorchLearner": "rllib_synpo.ppo",
+    "SynPoTorchLearner": "rllib_synpo.algorithms.synpo.torch.synpo_torch_learner",
+    "SynPoPPO": "rllib_synpo.algorithms.synpo_ppo",
+    "SynPoPPOConfig": "rllib_synpo.algorithms.synpo_ppo",
+    "SynPoPPOTorchLearner": "rllib_synpo.algorithms.synpo_ppo.torch.synpo_ppo_torch_learner",
 }
-__all__ = sorted(_LAZY)
+__all__ = sorted([*_LAZY, "register"])
+
+
+def register() -> None:
+    """Makes SynPo's algorithms and envs known to Ray Tune by name (idempotent)."""
+    from rllib_synpo.registration import register as register_with_tune
+
+    register_with_tune()
 
 
 def __getattr__(name: str):
     if name in _LAZY:
-        importlib.import_module("rllib_synpo.algorithm")  # registers with Tune
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'rllib_synpo' has no attribute {name!r}")

@@ -1,20 +1,32 @@
-"""Batched greedy evaluation on the gridworld: success rate, return and first-pick accuracy per
-(environment, task) pair. Plain numpy/torch; any policy given as a function of observations."""
+"""Evaluation on the gridworld: success rate, return and first-pick accuracy per (environment,
+task) pair, from batched episodes of any policy given as a function of observations (plain
+numpy/torch), and the evaluation of a checkpoint that ``rllib evaluate`` writes:
+``success_matrix.csv`` (E x T success rate, NaN where not evaluated), ``summary.json`` (AvgSR,
+average return and first-pick accuracy on seen and unseen pairs) and ``heatmap.png`` (seen
+pairs boxed, as in the paper's figures)."""
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
 from synpo_envs.gridworld import BatchedGridWorld
 from synpo_envs.gridworld.constants import NUM_CELLS
+from synpo_envs.splits import Split
 
-from rllib_synpo.heap import release_free_heap
+from rllib_synpo.checkpoint import MATRIX_FILE, SUMMARY_FILE, find_checkpoint, load_checkpoint
+
+from rllib_synpo.utils.denormals import flush_denormals_where_wanted
+from rllib_synpo.utils.heap import release_free_heap
 
 Pair = tuple[int, int]
 PolicyFn = Callable[[dict[str, np.ndarray]], np.ndarray]
+PAIR_SETS = ("seen", "unseen", "all")
 DEFAULT_MAX_BATCH = 4096  # episodes stepped together (memory: ~3 KB of observation each)
 
 
@@ -66,6 +78,7 @@ def evaluate(
     the repeated steps (`LoopDetector`). The results are those of running it out; a weak policy
     evaluates several times faster (up to near-ties of the logits that a different batch
     could break differently)."""
+    flush_denormals_where_wanted()
     if deterministic is None:
         deterministic = bool(getattr(policy, "deterministic", False))
     if episodes_per_pair < 1:
@@ -85,7 +98,7 @@ def evaluate(
         chunk_seed = seed + chunk_index * max_batch
         _run_chunk(policy, [pairs[j] for j in chunk], chunk, results, chunk_seed, env_kwargs or {}, deterministic)
     # The chunks' large arrays are free now; without this, a training run's periodic
-    # evaluations grow its heap (rllib_synpo.heap).
+    # evaluations grow its heap (rllib_synpo.utils.heap).
     release_free_heap()
     return results
 
@@ -203,3 +216,93 @@ def torch_policy(network: torch.nn.Module, *, sample: bool, seed: int = 0, devic
 
     act.deterministic = not sample  # greedy: `evaluate` may end looping episodes early
     return act
+
+
+def is_evaluated(out: Path, checkpoint: Path, settings: dict) -> bool:
+    """Whether ``out`` already holds an evaluation of ``checkpoint`` with these ``settings``
+    (episodes per pair, pairs, seed, policy), so a study's evaluation can resume."""
+    summary_path = out / SUMMARY_FILE
+    if not summary_path.is_file():
+        return False
+    try:
+        summary = json.loads(summary_path.read_text())
+    except json.JSONDecodeError:
+        return False
+    return summary.get("checkpoint") == str(checkpoint) and all(summary.get(k) == v for k, v in settings.items())
+
+
+def select_pairs(split: Split, which: str) -> list[tuple[int, int]]:
+    if which not in PAIR_SETS:
+        raise ValueError(f"--pairs {which!r}; expected one of {PAIR_SETS}")
+    return list({"seen": split.seen, "unseen": split.unseen, "all": split.all_pairs}[which])
+
+
+def summarize(results: PairResults, split: Split) -> dict:
+    seen = [split.is_seen(p) for p in results.pairs]
+    return {
+        "seen": results.summary(seen),
+        "unseen": results.summary([not s for s in seen]),
+        "episodes_per_pair": int(results.episodes.max()) if len(results.episodes) else 0,
+    }
+
+
+def flat_summary(results: PairResults, split: Split) -> dict[str, float]:
+    """`summarize` as one level of ``seen_...``/``unseen_...`` keys (RLlib results, CSV rows)."""
+    summary = summarize(results, split)
+    return {f"{part}_{key}": value for part in ("seen", "unseen") for key, value in summary[part].items()}
+
+
+def greedy_summary(net, split: Split, episodes_per_pair: int, *, seed: int, gridworld: dict) -> dict[str, float]:
+    """`flat_summary` of ``net``'s greedy policy on every pair of ``split`` (the periodic
+    evaluation of `SynPo` and `SynPoPPO`, under RLlib's ``evaluation/``)."""
+    results = evaluate(torch_greedy_policy(net), split.all_pairs, episodes_per_pair, seed=seed, env_kwargs=gridworld)
+    return flat_summary(results, split)
+
+
+def success_matrix(results: PairResults, split: Split) -> np.ndarray:
+    matrix = np.full((split.num_envs, split.num_tasks), np.nan)
+    for (env_id, task_id), rate in zip(results.pairs, results.success_rate):
+        matrix[env_id, task_id] = rate
+    return matrix
+
+
+def write_heatmap(matrix: np.ndarray, split: Split, path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    fig, ax = plt.subplots(figsize=(7, 6))
+    image = ax.imshow(100 * matrix, vmin=0, vmax=100, cmap="viridis")
+    for env_id, task_id in split.seen:
+        ax.add_patch(Rectangle((task_id - 0.5, env_id - 0.5), 1, 1, fill=False, edgecolor="white", lw=1.2))
+    ax.set(xlabel="task", ylabel="environment", title=title)
+    fig.colorbar(image, ax=ax, label="success rate (%), seen pairs boxed")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def evaluate_checkpoint(checkpoint: str | Path, *, episodes_per_pair: int = 100, pairs: str = "all", out: str | Path = "evaluation", seed: int = 0, sample: bool = False) -> dict:
+    import pandas as pd
+
+    flush_denormals_where_wanted()  # before loading starts torch's threads
+    net, split, gridworld = load_checkpoint(checkpoint)
+    start = time.perf_counter()
+    policy = torch_policy(net, sample=sample, seed=seed)
+    results = evaluate(policy, select_pairs(split, pairs), episodes_per_pair, seed=seed, env_kwargs=gridworld)
+    summary = summarize(results, split) | {
+        "policy": "sampled" if sample else "greedy", "pair_set": pairs, "checkpoint": str(find_checkpoint(checkpoint)),
+        "seconds": time.perf_counter() - start, "seed": seed,
+    }
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    matrix = success_matrix(results, split)
+    pd.DataFrame(matrix, index=pd.Index(range(split.num_envs), name="env_id"), columns=[f"task_{t}" for t in range(split.num_tasks)]).to_csv(out / MATRIX_FILE)
+    (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=1))
+    title = ", ".join(
+        f"{part} AvgSR {100 * summary[part]['avg_success_rate']:.1f}%" for part in ("seen", "unseen") if summary[part]["pairs"]
+    )
+    write_heatmap(matrix, split, out / "heatmap.png", title)
+    return summary

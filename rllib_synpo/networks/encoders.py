@@ -8,7 +8,7 @@ import inspect
 import torch
 from torch import nn
 
-from rllib_synpo.thor.encoder import ThorStateEncoder
+from rllib_synpo.networks.thor_encoder import ThorStateEncoder
 
 PIXEL_SCALE = 255.0
 RGB_CHANNELS = 3

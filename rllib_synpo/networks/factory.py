@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from rllib_synpo.checks import POSITIVE_INT, check_settings
+from rllib_synpo.utils.checks import POSITIVE_INT, check_settings
 from rllib_synpo.networks.mlp import MLPNetwork
 from rllib_synpo.networks.modulenet import ModuleNetwork
 from rllib_synpo.networks.mtl import MTLNetwork

@@ -19,7 +19,7 @@ def module_checkpoint(tmp_path):
         from synpo_envs.gridworld import BatchedGridWorld
         from synpo_envs.splits import random_split
 
-        from rllib_synpo.checkpoint_files import MODULE_COMPONENT, write_meta
+        from rllib_synpo.checkpoint import MODULE_COMPONENT, write_meta
         from rllib_synpo.rl_module import SynPoTorchRLModule, check_model_config
 
         torch.manual_seed(0)

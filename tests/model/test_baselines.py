@@ -280,7 +280,7 @@ def test_rl_module_builds_every_network_and_its_learner_terms_are_the_networks(k
     from ray.rllib.core.columns import Columns
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-    from rllib_synpo.learner import (
+    from rllib_synpo.algorithms.synpo.torch.synpo_torch_learner import (
         EXECUTED_ACTION,
         EXPERT_ACTION,
         NEXT_ROW,

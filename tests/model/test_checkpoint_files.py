@@ -6,7 +6,7 @@ import pickle
 import numpy as np
 import pytest
 
-from rllib_synpo.checkpoint_files import GZIP_MAGIC, atomic_pickle, atomic_write, load_pickle
+from rllib_synpo.checkpoint import GZIP_MAGIC, atomic_pickle, atomic_write, load_pickle
 
 
 def test_a_pickle_round_trips_compressed(tmp_path):

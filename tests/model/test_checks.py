@@ -1,8 +1,8 @@
-"""The shared range checks of settings (`rllib_synpo.checks`), Ray-free."""
+"""The shared range checks of settings (`rllib_synpo.utils.checks`), Ray-free."""
 import pytest
 
-from rllib_synpo.adapt import AdaptConfig, AdaptError
-from rllib_synpo.checks import (
+from rllib_synpo.adaptation import AdaptConfig, AdaptError
+from rllib_synpo.utils.checks import (
     NON_NEGATIVE_INT,
     POSITIVE_INT,
     POSITIVE_NUMBER,

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from rllib_synpo import heap
+from rllib_synpo.utils import heap
 
 CHUNK_BYTES = 100_000  # under glibc's initial mmap threshold (128 KiB): served from the heap
 PIN_BYTES = 2_000  # small, long-lived allocations between the chunks keep the heap from shrinking
@@ -19,7 +19,7 @@ CHUNKS = 2_000  # ~200 MB
 FRAGMENT_AND_RELEASE = f"""
 import json
 import numpy as np
-from rllib_synpo.heap import release_free_heap, resident_memory_mb
+from rllib_synpo.utils.heap import release_free_heap, resident_memory_mb
 
 chunks, pins = [], []
 for _ in range({CHUNKS}):

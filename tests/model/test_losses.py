@@ -106,7 +106,8 @@ def test_learner_terms_read_the_batch_columns_of_the_rllib_module():
     from ray.rllib.core.columns import Columns
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-    from rllib_synpo.learner import EXECUTED_ACTION, EXPERT_ACTION, synpo_loss_terms
+    from rllib_synpo.algorithms.synpo.torch.synpo_torch_learner import synpo_loss_terms
+    from rllib_synpo.columns import EXECUTED_ACTION, EXPERT_ACTION
     from rllib_synpo.rl_module import SynPoTorchRLModule
 
     obs_space = gym.spaces.Dict({"obs": gym.spaces.Box(0, 255, (12, 16, 16), np.uint8), "env_id": gym.spaces.Discrete(3), "task_id": gym.spaces.Discrete(4)})

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from rllib_synpo.optimizers import finite_norm, fused_adam_options
+from rllib_synpo.utils.optimizers import finite_norm, fused_adam_options
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])

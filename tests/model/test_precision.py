@@ -5,11 +5,11 @@ import copy
 import pytest
 import torch
 
-from rllib_synpo import precision as precision_module
-from rllib_synpo.checks import bad_setting
+from rllib_synpo.utils import precision as precision_module
+from rllib_synpo.utils.checks import bad_setting
 from rllib_synpo.losses import TOTAL_LOSS, LossWeights, imitation_losses
 from rllib_synpo.networks import make_network
-from rllib_synpo.precision import PRECISION, resolve_precision, training_autocast
+from rllib_synpo.utils.precision import PRECISION, resolve_precision, training_autocast
 
 TINY = {"feature_dim": 16, "embedding_dim": 8, "basis_dim": 8, "hidden_dim": 16, "encoder_kwargs": {"width": 4, "batch_norm": True}}
 

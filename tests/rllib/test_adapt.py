@@ -52,7 +52,7 @@ def maze_file(tmp_path_factory) -> Path:
 
 
 def _config(maze_file, **knobs):
-    from rllib_synpo.adapt import AdaptConfig
+    from rllib_synpo.adaptation import AdaptConfig
 
     defaults = {"setting": 2, "iterations": 20, "batch_size": 32, "episodes_per_pair": 1}
     defaults["new_mazes"] = [str(maze_file)]
@@ -65,7 +65,7 @@ def _state(module) -> dict[str, torch.Tensor]:
 
 def _adapted(checkpoint, maze_file):
     """(prepared adaptation, its state before learning, the learner's log) of `_config`."""
-    from rllib_synpo.adapt import collect_demonstrations, learn_rows, prepare
+    from rllib_synpo.adaptation import collect_demonstrations, learn_rows, prepare
 
     config = _config(maze_file)
     adaptation = prepare(checkpoint, config)
@@ -118,8 +118,8 @@ def test_the_learner_trains_only_the_listed_rows():
     from synpo_envs.gridworld import BatchedGridWorld
 
     from rllib_synpo import SynPoConfig
-    from rllib_synpo.algorithm import learner_batch
-    from rllib_synpo.learner import ADAPT_ROWS_KEY
+    from rllib_synpo.algorithms.synpo.synpo import learner_batch
+    from rllib_synpo.algorithms.synpo.torch.synpo_torch_learner import ADAPT_ROWS_KEY
 
     pairs = [(3, 1), (3, 2), (0, 1), (5, 0), (3, 7), (9, 2), (0, 0), (12, 12)]  # frozen rows in the batch too
     gridworld = BatchedGridWorld(len(pairs))
@@ -158,7 +158,7 @@ def test_the_learner_trains_only_the_listed_rows():
 def test_quadrants_match_the_transfer_splits():
     from synpo_envs.splits import transfer_split
 
-    from rllib_synpo.adapt import new_ids
+    from rllib_synpo.adaptation import new_ids
 
     for setting in (2, 3):
         split = transfer_split(setting)

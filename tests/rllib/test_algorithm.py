@@ -42,7 +42,8 @@ def test_one_iteration_with_the_local_env_runner(ray_session):
 
 
 def test_env_runners_batch_nothing_for_a_module_that_never_acts(ray_session):
-    from rllib_synpo.config import MODULE_ID, ModuleDoesNotAct
+    from rllib_synpo.checkpoint import MODULE_ID
+    from rllib_synpo.env.expert_env_runner import ModuleDoesNotAct
 
     algo = tiny_config().build_algo()
     try:
@@ -81,7 +82,7 @@ def _same_trajectories(first, second) -> bool:
 
 
 def test_the_array_path_collects_what_rllibs_sample_collects(ray_session):
-    from rllib_synpo.trajectories import collect_trajectories
+    from rllib_synpo.env.trajectory import collect_trajectories
 
     config = tiny_config(relabel_seen_tasks=True, expert_epsilon=0.3)
     through_rllib, through_arrays = config.build_algo(), config.build_algo()

@@ -30,7 +30,7 @@ def cluster():
     import ray
     from ray.cluster_utils import Cluster
 
-    from rllib_synpo.algorithm import register
+    from rllib_synpo import register
 
     session_was_up = ray.is_initialized()
     ray.shutdown()
@@ -103,7 +103,7 @@ def test_env_runners_run_on_the_worker_nodes_and_survive_a_kill(cluster):
 def test_a_two_trial_sweep_from_the_tuned_example(cluster, tmp_path):
     import ray
 
-    from rllib_synpo.algorithm import register
+    from rllib_synpo import register
     from rllib_synpo.cli import main
 
     head, _ = cluster
@@ -157,7 +157,7 @@ def _tiny_study(tmp_path: Path, networks: list[str], seeds: list[int], iteration
 def test_a_study_spreads_its_trials_over_the_nodes_and_reports(cluster, tmp_path):
     import ray
 
-    from rllib_synpo.algorithm import register
+    from rllib_synpo import register
     from rllib_synpo.cli import main
     from tests.rllib.node_recorder import NODE_ID
 
@@ -194,7 +194,7 @@ def test_a_study_spreads_its_trials_over_the_nodes_and_reports(cluster, tmp_path
 def test_two_learners_and_two_env_runners_train_one_module(cluster, tmp_path):
     """RLlib's data-parallel learners (torch DDP on CPU here) with env runners on the worker
     nodes: the loss falls and the checkpoint loads on its own."""
-    from rllib_synpo.evaluate import load_checkpoint
+    from rllib_synpo.checkpoint import load_checkpoint
 
     _, worker_nodes = cluster
     config = (

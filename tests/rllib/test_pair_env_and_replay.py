@@ -5,8 +5,9 @@ import pytest
 from synpo_envs.gridworld import GridWorld
 
 from rllib_synpo.losses import NO_TRANSITION
-from rllib_synpo.pair_env import SynPoPairsEnv, shard_pairs
-from rllib_synpo.replay import Trajectory, TrajectoryReplay
+from rllib_synpo.env.pair_env import SynPoPairsEnv, shard_pairs
+from rllib_synpo.env.trajectory import Trajectory
+from rllib_synpo.replay import TrajectoryReplay
 
 PAIRS = [(e, t) for e in range(3) for t in range(4)]
 

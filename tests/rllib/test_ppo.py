@@ -31,7 +31,7 @@ def imitation_checkpoint(ray_session, tmp_path_factory) -> Path:
 
 
 def tiny_ppo_config(checkpoint, **training):
-    from rllib_synpo.ppo import SynPoPPOConfig
+    from rllib_synpo.algorithms.synpo_ppo.synpo_ppo import SynPoPPOConfig
 
     config = SynPoPPOConfig().rl_module(model_config=dict(TINY_MODEL))
     config.training(**{"imitation_checkpoint": str(checkpoint), "train_batch_size": 128, "minibatch_size": 64, "num_epochs": 1, **training})
@@ -50,7 +50,7 @@ def _weights(module) -> dict[str, torch.Tensor]:
 
 
 def test_one_iteration_from_the_imitation_checkpoint(ppo_algo, tmp_path):
-    from rllib_synpo.evaluate import load_checkpoint
+    from rllib_synpo.checkpoint import load_checkpoint
 
     algo = ppo_algo
     assert algo.load_check["pairs"] == 144 and algo.load_check["episodes_per_pair"] == 1
@@ -81,7 +81,7 @@ def test_one_iteration_from_the_imitation_checkpoint(ppo_algo, tmp_path):
 
 
 def test_a_load_that_does_not_take_fails_loudly(imitation_checkpoint, monkeypatch):
-    from rllib_synpo.ppo import ImitationCheckpointError, SynPoPPO
+    from rllib_synpo.algorithms.synpo_ppo.synpo_ppo import ImitationCheckpointError, SynPoPPO
 
     monkeypatch.setattr(SynPoPPO, "restore_from_path", lambda self, *args, **kwargs: None)
     with pytest.raises(ImitationCheckpointError, match="did not load .* tensor"):
@@ -91,7 +91,7 @@ def test_a_load_that_does_not_take_fails_loudly(imitation_checkpoint, monkeypatc
 def test_the_greedy_evaluation_check_catches_a_different_policy(ppo_algo, imitation_checkpoint, monkeypatch):
     from ray.rllib.core.rl_module.rl_module import RLModule
 
-    from rllib_synpo import ppo
+    from rllib_synpo.algorithms.synpo_ppo import synpo_ppo as ppo
 
     other = RLModule.from_checkpoint(imitation_checkpoint / MODULE_FILES)
     generator = torch.Generator().manual_seed(0)
@@ -104,8 +104,8 @@ def test_the_greedy_evaluation_check_catches_a_different_policy(ppo_algo, imitat
 
 
 def test_a_mismatched_checkpoint_fails_loudly(imitation_checkpoint, tmp_path):
-    from rllib_synpo.algorithm import META_FILE
-    from rllib_synpo.ppo import ImitationCheckpointError
+    from rllib_synpo.checkpoint import META_FILE
+    from rllib_synpo.algorithms.synpo_ppo.synpo_ppo import ImitationCheckpointError
 
     other = {**TINY_MODEL, "embedding_dim": 16}
     with pytest.raises(ValueError, match="model_config .* differs from the imitation checkpoint's .*leave model_config out"):
@@ -120,7 +120,7 @@ def test_a_mismatched_checkpoint_fails_loudly(imitation_checkpoint, tmp_path):
 
 
 def test_a_corrupted_checkpoint_fails_loudly(imitation_checkpoint, tmp_path):
-    from rllib_synpo.ppo import ImitationCheckpointError
+    from rllib_synpo.algorithms.synpo_ppo.synpo_ppo import ImitationCheckpointError
 
     broken = Path(shutil.copytree(imitation_checkpoint, tmp_path / "broken"))
     (broken / MODULE_FILES / "module_state.pkl").write_bytes(b"not a pickle")
@@ -151,7 +151,7 @@ def test_validate_names_bad_knobs(imitation_checkpoint, training, message):
 
 @pytest.mark.parametrize("which, count", [("seen", 144), ("unseen", 256), ("all", 400)])
 def test_finetune_pairs_picks_the_pairs_ppo_interacts_with(imitation_checkpoint, which, count):
-    from rllib_synpo.ppo import SynPoPPOConfig
+    from rllib_synpo.algorithms.synpo_ppo.synpo_ppo import SynPoPPOConfig
 
     config = tiny_ppo_config(imitation_checkpoint, finetune_pairs=which)
     config.validate()
@@ -171,7 +171,7 @@ def test_finetune_pairs_needs_pairs_of_that_kind(imitation_checkpoint):
 
 
 def test_the_kl_penalty_needs_the_imitation_checkpoint():
-    from rllib_synpo.ppo import SynPoPPOConfig
+    from rllib_synpo.algorithms.synpo_ppo.synpo_ppo import SynPoPPOConfig
 
     with pytest.raises(ValueError, match="`imitation_kl_coeff` 0.5 needs an `imitation_checkpoint`"):
         SynPoPPOConfig().training(imitation_kl_coeff=0.5).validate()
@@ -184,8 +184,8 @@ def test_the_kl_penalty_reads_a_frozen_imitation_policy(imitation_checkpoint):
     from ray.rllib.core.learner.learner import DEFAULT_OPTIMIZER
 
     from rllib_synpo.losses import kl_to_reference
-    from rllib_synpo.pair_env import SynPoPairsEnv
-    from rllib_synpo.ppo import VALUE_OPTIMIZER
+    from rllib_synpo.env.pair_env import SynPoPairsEnv
+    from rllib_synpo.algorithms.synpo_ppo.torch.synpo_ppo_torch_learner import VALUE_OPTIMIZER
 
     algo = tiny_ppo_config(imitation_checkpoint, imitation_kl_coeff=1.0).build_algo()
     try:
@@ -221,7 +221,7 @@ def test_validate_rejects_another_gridworld_or_the_expert(imitation_checkpoint):
 
 
 def test_the_checkpoint_decides_the_network_and_spelled_out_gridworld_defaults_match(imitation_checkpoint):
-    from rllib_synpo.ppo import SynPoPPOConfig
+    from rllib_synpo.algorithms.synpo_ppo.synpo_ppo import SynPoPPOConfig
     from rllib_synpo.rl_module import check_model_config
 
     config = SynPoPPOConfig().training(imitation_checkpoint=str(imitation_checkpoint))  # no model_config
@@ -242,7 +242,7 @@ def _tuned_example(checkpoint, tmp_path) -> Path:
 
 
 def test_the_tuned_example_is_valid(imitation_checkpoint, tmp_path):
-    from rllib_synpo.cli import load_experiments
+    from rllib_synpo.cli.main import load_experiments
 
     experiments = load_experiments(_tuned_example(imitation_checkpoint, tmp_path))
     spec = experiments["synpo-gridworld-ppo"]
@@ -253,7 +253,7 @@ def test_the_tuned_example_is_valid(imitation_checkpoint, tmp_path):
 def test_tune_runs_synpoppo_by_name(imitation_checkpoint, tmp_path):
     from ray import tune
 
-    from rllib_synpo.cli import experiment_config, load_experiments
+    from rllib_synpo.cli.main import experiment_config, load_experiments
 
     experiments = load_experiments(_tuned_example(imitation_checkpoint, tmp_path))
     spec = experiments["synpo-gridworld-ppo"]
@@ -273,7 +273,7 @@ def test_slots_done_before_their_episode_ends_count_zero_steps_not_nan(imitation
     sampling loop then fails with "cannot convert float NaN to integer")."""
     from ray.rllib.utils.metrics import NUM_AGENT_STEPS_SAMPLED
 
-    from rllib_synpo.ppo import SynPoPPOEnvRunner
+    from rllib_synpo.algorithms.synpo_ppo.synpo_ppo import SynPoPPOEnvRunner
 
     # The expert's episodes end at different steps in different slots (PPO runs the policy).
     config = tiny_ppo_config(imitation_checkpoint)

@@ -18,9 +18,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rllib_synpo import report
-from rllib_synpo.paper_numbers import BLIND, TABLE1
-from rllib_synpo.report import ReportError, report_experiment
+from rllib_synpo.studies import report
+from rllib_synpo.studies.paper_numbers import BLIND, TABLE1
+from rllib_synpo.studies.report import ReportError, report_experiment
 
 STATES = "learners/__all_modules__/num_module_steps_trained_lifetime"
 SEEN, UNSEEN = "evaluation/seen_avg_success_rate", "evaluation/unseen_avg_success_rate"
@@ -499,6 +499,6 @@ def test_a_grid_over_whole_model_configs_is_labelled_by_what_tells_the_groups_ap
 
 
 def test_importing_the_module_loads_neither_ray_nor_matplotlib():
-    probe = "import sys, rllib_synpo.report; print(sorted({'ray', 'matplotlib'} & {m.split('.')[0] for m in sys.modules}))"
+    probe = "import sys, rllib_synpo.studies.report; print(sorted({'ray', 'matplotlib'} & {m.split('.')[0] for m in sys.modules}))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

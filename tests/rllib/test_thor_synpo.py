@@ -29,9 +29,10 @@ from synpo_envs.thor.constants import (
 )
 from synpo_envs.thor.expert import NoPlanError, ThorExpert, next_stage
 
-from rllib_synpo.checkpoint_files import load_pickle
-from rllib_synpo.replay import Trajectory, TrajectoryReplay
-from rllib_synpo.thor.encoder import ThorStateEncoder
+from rllib_synpo.checkpoint import load_pickle
+from rllib_synpo.env.trajectory import Trajectory
+from rllib_synpo.replay import TrajectoryReplay
+from rllib_synpo.networks.thor_encoder import ThorStateEncoder
 from tests.envs.thor.conftest import make_env, standin_executable, thor_home  # noqa: F401  (fixtures)
 from tests.envs.thor.scenario import FRAME_PIXELS
 
@@ -233,7 +234,7 @@ def test_expert_plans_from_metadata_alone():
 
 # --- the pairs env --------------------------------------------------------------------------------
 def _pairs_env(standin_executable, **config):  # noqa: F811
-    from rllib_synpo.thor.pair_env import ThorPairsEnv
+    from rllib_synpo.env.thor_pair_env import ThorPairsEnv
 
     thor = {"kitchens": ["FloorPlan1", "FloorPlan2"], "featurizer": MeanColour(), "width": FRAME_PIXELS, "height": FRAME_PIXELS,
             "max_steps": 40, "local_executable_path": standin_executable}
@@ -296,7 +297,7 @@ def test_pairs_env_perturbs_the_expert_reproducibly(thor_home, standin_executabl
 
 
 def test_pairs_env_config_errors():
-    from rllib_synpo.thor.pair_env import ThorPairsEnv
+    from rllib_synpo.env.thor_pair_env import ThorPairsEnv
 
     with pytest.raises(ValueError, match=r"unknown ThorPairsEnv config key\(s\) \['gridworld'\]"):
         ThorPairsEnv({"gridworld": {}})
@@ -353,8 +354,8 @@ def test_standin_tuned_example_trains_end_to_end(tmp_path, thor_home, standin_ex
 
 @pytest.mark.parametrize("name", ["synpo_thor.yaml", "synpo_thor_standin.yaml"])
 def test_thor_tuned_examples_are_valid(name):
-    from rllib_synpo.cli import load_experiments
-    from rllib_synpo.config import resolve_split
+    from rllib_synpo.cli.main import load_experiments
+    from rllib_synpo.env.splits import resolve_split
 
     ((spec),) = load_experiments(ROOT / "tuned_examples" / name).values()
     assert spec["run"] == "SynPo" and spec["env"] == "synpo_thor_pairs"

@@ -4,7 +4,9 @@ an algorithm checkpoint keeps the module.
 
 Every SynPo or SynPoPPO checkpoint holds `META_FILE`: the module id, the split, the gridworld
 settings and the module's model config (`write_meta`), which is what evaluation, adaptation and
-PPO fine-tuning read to rebuild the network and the pairs without Ray.
+PPO fine-tuning read to rebuild the network and the pairs without Ray. Also finds checkpoints
+(a checkpoint folder, or the newest under an experiment or trial folder) and loads a gridworld
+checkpoint's network, split and settings.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
+
+from synpo_envs.splits import Split
 
 META_FILE = "synpo_meta.json"
 REPLAY_FILE = "synpo_replay.pkl"
@@ -83,3 +87,47 @@ def write_meta(checkpoint: str | os.PathLike, *, split: dict, gridworld: dict, m
 def read_meta(checkpoint: str | os.PathLike) -> dict:
     """The `META_FILE` of ``checkpoint``."""
     return json.loads((Path(checkpoint) / META_FILE).read_text())
+
+
+class CheckpointError(ValueError):
+    """A path that is not a SynPo checkpoint."""
+
+
+def find_checkpoint(path: str | Path) -> Path:
+    """``path`` itself when it is a SynPo checkpoint, else the newest checkpoint under it (an
+    experiment or trial folder of ``rllib train file``); absolute, because RLlib reads a
+    relative checkpoint path as a URI and fails."""
+    path = Path(path).expanduser().resolve()
+    if (path / META_FILE).is_file():
+        return path
+    found = sorted((p.parent for p in path.glob(f"**/{META_FILE}")), key=lambda p: (p / META_FILE).stat().st_mtime)
+    if not found:
+        raise CheckpointError(f"{path} is not a SynPo checkpoint and holds none (no {META_FILE} under it)")
+    return found[-1]
+
+
+def trial_folders(path: str | Path) -> list[Path]:
+    """The Ray Tune trial folders at or under ``path`` (folders holding `TRIAL_PARAMS`), sorted."""
+    path = Path(path).expanduser().resolve()
+    if (path / TRIAL_PARAMS).is_file():
+        return [path]
+    return sorted(p.parent for p in path.glob(f"*/{TRIAL_PARAMS}"))
+
+
+def read_gridworld_checkpoint(checkpoint: str | Path):
+    """(checkpoint folder, RLModule, split, gridworld kwargs) of a gridworld SynPo checkpoint
+    (or the newest one under a folder); a THOR checkpoint is refused by name."""
+    from ray.rllib.core.rl_module.rl_module import RLModule
+
+    path = find_checkpoint(checkpoint)
+    meta = read_meta(path)
+    if meta.get("env", "synpo_pairs") != "synpo_pairs":
+        raise CheckpointError(f"{path} was trained on {meta['env']!r}; this command evaluates gridworld (synpo_pairs) checkpoints")
+    module = RLModule.from_checkpoint(path / MODULE_COMPONENT)
+    return path, module, Split.from_dict(meta["split"], source=str(path / META_FILE)), dict(meta.get("gridworld", {}))
+
+
+def load_checkpoint(checkpoint: str | Path):
+    """(network, split, gridworld kwargs) from an algorithm checkpoint folder."""
+    _, module, split, gridworld = read_gridworld_checkpoint(checkpoint)
+    return module.net, split, gridworld

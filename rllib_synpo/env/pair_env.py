@@ -27,8 +27,8 @@ from synpo_envs.gridworld import BatchedGridWorld
 from synpo_envs.gridworld.constants import NUM_ACTIONS, NUM_TASKS
 from synpo_envs.gridworld.mazes import resolve_mazes
 
-from rllib_synpo.replay import Trajectory
-from rllib_synpo.trajectories import FrameLayout
+from rllib_synpo.env.trajectory import Trajectory
+from rllib_synpo.env.trajectory import FrameLayout
 
 PAIRS_ENV_NAME = "synpo_pairs"  # the name it is registered under with Ray Tune
 BEHAVIOURS = ("expert", "policy")

@@ -29,9 +29,9 @@ import pandas as pd
 
 from synpo_envs.gridworld.constants import DEFAULT_WINDOW
 
-from rllib_synpo.checkpoint_files import MATRIX_FILE, META_FILE, SUMMARY_FILE, TRIAL_EVALUATION, TRIAL_PARAMS
+from rllib_synpo.checkpoint import MATRIX_FILE, META_FILE, SUMMARY_FILE, TRIAL_EVALUATION, TRIAL_PARAMS
 from rllib_synpo.losses import LossWeights
-from rllib_synpo.paper_numbers import BLIND, DISPLAY_NAMES, TABLE1, PaperAvgSR
+from rllib_synpo.studies.paper_numbers import BLIND, DISPLAY_NAMES, TABLE1, PaperAvgSR
 
 STATE_GLOB = "experiment_state-*.json"
 PARAMS_FILE = TRIAL_PARAMS

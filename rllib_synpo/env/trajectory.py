@@ -1,4 +1,4 @@
-"""Turning RLlib episodes of `SynPoPairsEnv` (or `rllib_synpo.thor.pair_env.ThorPairsEnv`)
+"""`Trajectory`, one expert episode of one pair stored compactly, and turning RLlib episodes of `SynPoPairsEnv` (or `rllib_synpo.env.thor_pair_env.ThorPairsEnv`)
 into compact `Trajectory` records (on the env runner, so only one frame per step travels to
 the driver)."""
 
@@ -7,8 +7,46 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
-from rllib_synpo.replay import Trajectory
+
+@dataclass
+class Trajectory:
+    """One episode of one (env, task) pair: ``frames[t]`` is the newest frame of observation t."""
+
+    frames: np.ndarray  # (L, C, ...) the newest C rows of each stacked observation: (L, C, H, W) uint8 images
+    env_id: int
+    task_id: int
+    expert_action: np.ndarray  # (L,) the label at observation t
+    action: np.ndarray  # (L,) the action executed at t
+    reward: np.ndarray  # (L,) the reward it earned
+    task_labels: np.ndarray | None = None  # (L, T) int8 expert actions for every task, -1 none
+    # Observation entries kept per step as they are, not stacked (THOR's "held"), by name.
+    per_step: dict[str, np.ndarray] | None = None
+
+    def __len__(self) -> int:
+        return len(self.expert_action)
+
+    @property
+    def nbytes(self) -> int:
+        arrays = (self.frames, self.expert_action, self.action, self.reward, self.task_labels, *(self.per_step or {}).values())
+        return sum(a.nbytes for a in arrays if a is not None)
+
+    def stacked_obs(self, frame_stack: int) -> np.ndarray:
+        """(L, frame_stack * C, ...): observation t stacks frames t-k+1..t, zeros before 0."""
+        length, channels, *rest = self.frames.shape
+        padded = np.concatenate([np.zeros((frame_stack - 1, channels, *rest), self.frames.dtype), self.frames])
+        windows = sliding_window_view(padded, frame_stack, axis=0)  # (L, C, ..., k)
+        return np.ascontiguousarray(np.moveaxis(windows, -1, 1)).reshape(length, frame_stack * channels, *rest)
+
+
+    def stacked_obs_at(self, step: int, frame_stack: int) -> np.ndarray:
+        """Observation ``step`` alone: (frame_stack * C, ...), zeros before frame 0."""
+        channels, *rest = self.frames.shape[1:]
+        stack = np.zeros((frame_stack, channels, *rest), self.frames.dtype)
+        first = max(0, step - frame_stack + 1)
+        stack[frame_stack - (step + 1 - first):] = self.frames[first : step + 1]
+        return stack.reshape(frame_stack * channels, *rest)
 
 
 @dataclass(frozen=True)

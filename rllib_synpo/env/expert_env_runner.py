@@ -5,7 +5,9 @@ from __future__ import annotations
 import time
 from collections import Counter
 
+import gymnasium as gym
 from ray.rllib.callbacks.callbacks import RLlibCallback
+from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
 from ray.rllib.utils.metrics import (
     NUM_ENV_STEPS_SAMPLED,
@@ -19,8 +21,9 @@ from ray.rllib.utils.metrics import (
     WEIGHTS_SEQ_NO,
 )
 
-from rllib_synpo.replay import Trajectory
-from rllib_synpo.trajectories import FrameLayout, collect_trajectories
+from rllib_synpo.checkpoint import MODULE_ID
+from rllib_synpo.env.trajectory import Trajectory
+from rllib_synpo.env.trajectory import FrameLayout, collect_trajectories
 
 # Hooks that see RLlib's episode objects; the array path (which builds none) is not taken
 # when a user's callbacks define any of them.
@@ -106,3 +109,33 @@ class ExpertEnvRunner(MultiAgentEnvRunner):
         super()._increase_sampled_metrics(num_steps, {}, episode)
         self._log_module_steps(Counter(episode.module_for(agent) for agent in next_obs))
         return num_steps
+
+
+def policy_mapping_fn(agent_id, episode, **kwargs) -> str:
+    return MODULE_ID
+
+
+class ModuleDoesNotAct(ConnectorV2):
+    """The env-to-module pipeline of env runners whose env plays its expert: the module never
+    acts there, so nothing is batched for it (RLlib's default connectors would batch every
+    slot's observation into tensors after each env step, a visible share of collection). Its
+    spaces are the module's, as RLlib's agent-to-module mapping gives them: every slot maps to
+    `MODULE_ID` and shares one space."""
+
+    def recompute_output_observation_space(self, input_observation_space, input_action_space):
+        return _module_space(input_observation_space)
+
+    def recompute_output_action_space(self, input_observation_space, input_action_space):
+        return _module_space(input_action_space)
+
+    def __call__(self, *, rl_module, batch, episodes, **kwargs):
+        return batch
+
+
+def _module_space(agent_spaces: gym.spaces.Dict) -> gym.spaces.Dict:
+    return gym.spaces.Dict({MODULE_ID: next(iter(agent_spaces.spaces.values()))})
+
+
+def expert_env_to_module(env=None, spaces=None, device=None) -> ConnectorV2:
+    """``env_to_module_connector`` of `SynPoConfig` (paired with no default connectors)."""
+    return ModuleDoesNotAct()

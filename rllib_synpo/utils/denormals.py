@@ -8,14 +8,15 @@ collection) on an Intel Xeon VM, 19% of the weights were denormal: a float32 for
 4,096 states took 3.16 s instead of 0.50 s, its final 100-episode evaluation 966 s instead of
 155 s, and a training iteration of 16 updates 1.44 s instead of 1.29 s
 (results/learning_efficiency.md, "Denormal weights"). The mode belongs to
-each thread, and a new thread inherits it from the one that starts it, so `rllib_synpo` sets
-it when imported: before torch starts its OpenMP threads in the processes that run this
-package's code (the ``rllib`` command, Tune trials, env runners). Threads started earlier may
-keep their mode (one-off script, the same VM: a float32 product of 4,096 x 128 inputs and
+each thread, and a new thread inherits it from the one that starts it, so SynPo sets it where
+its networks compute, before torch starts its OpenMP threads there: `SynPo.setup` and
+`SynPoPPO.setup` (the trial's process, which hosts the local learner and env runner), the
+learners' ``build`` (remote learners), the PPO env runners, adaptation and evaluation.
+Importing the package changes nothing. Threads started earlier may keep their mode (one-off script, the same VM: a float32 product of 4,096 x 128 inputs and
 512 x 128 denormal weights took 796 ms unflushed, 448 ms with the mode set after torch's
 threads had started, 8 ms set before). TensorFlow sets the same mode in its thread pools.
-A process whose other code needs denormals sets ``RLLIB_SYNPO_FLUSH_DENORMALS=0`` before the
-import (Ray's workers started from it inherit the variable).
+A process whose other code needs denormals sets ``RLLIB_SYNPO_FLUSH_DENORMALS=0`` (Ray's workers
+started from it inherit the variable).
 """
 
 from __future__ import annotations
@@ -28,11 +29,15 @@ FLUSH_DENORMALS_VARIABLE = "RLLIB_SYNPO_FLUSH_DENORMALS"
 FLUSH_DENORMALS_VALUES = {"1": True, "0": False}
 
 
+class DenormalsSettingError(ValueError):
+    """``RLLIB_SYNPO_FLUSH_DENORMALS`` set to neither 1 nor 0."""
+
+
 def flush_denormals_wanted() -> bool:
-    """Whether the import should flush denormals: ``RLLIB_SYNPO_FLUSH_DENORMALS`` unset or 1."""
+    """Whether SynPo should flush denormals: ``RLLIB_SYNPO_FLUSH_DENORMALS`` unset or 1."""
     value = os.environ.get(FLUSH_DENORMALS_VARIABLE, "1").strip()
     if value not in FLUSH_DENORMALS_VALUES:
-        raise ValueError(f"{FLUSH_DENORMALS_VARIABLE}={value!r}: expected 1 (flush denormals to zero, the default) or 0 (leave the float mode alone)")
+        raise DenormalsSettingError(f"{FLUSH_DENORMALS_VARIABLE}={value!r}: expected 1 (flush denormals to zero, the default) or 0 (leave the float mode alone)")
     return FLUSH_DENORMALS_VALUES[value]
 
 
@@ -40,3 +45,8 @@ def flush_denormals() -> bool:
     """Sets flush-to-zero and denormals-are-zero for this thread and the threads it starts from
     now on; whether the CPU has the mode (x86 with SSE3; elsewhere nothing changes)."""
     return torch.set_flush_denormal(True)
+
+
+def flush_denormals_where_wanted() -> bool:
+    """`flush_denormals` unless ``RLLIB_SYNPO_FLUSH_DENORMALS=0``; whether the mode is now set."""
+    return flush_denormals_wanted() and flush_denormals()

@@ -1,6 +1,6 @@
 """`ThorPairsEnv`: the THOR kitchens as an RLlib ``MultiAgentEnv`` whose agents are pair slots.
 
-The THOR counterpart of `rllib_synpo.pair_env.SynPoPairsEnv`: each agent ``slot_i`` plays its
+The THOR counterpart of `rllib_synpo.env.pair_env.SynPoPairsEnv`: each agent ``slot_i`` plays its
 own `ThorKitchen` episode (its own THOR player) on a (kitchen, task) pair drawn from this env
 runner's share of ``pairs``; all slots map to the one shared SynPo module. One multi-agent
 episode is one THOR episode per slot; it ends when every slot is done.
@@ -45,8 +45,8 @@ from synpo_envs.thor.constants import (
 )
 from synpo_envs.thor.expert import NoPlanError, ThorExpert
 
-from rllib_synpo.pair_env import SEED_STRIDE, ResetSeeds, pair_env_options, shard_pairs
-from rllib_synpo.trajectories import FrameLayout
+from rllib_synpo.env.pair_env import SEED_STRIDE, ResetSeeds, pair_env_options, shard_pairs
+from rllib_synpo.env.trajectory import FrameLayout
 
 THOR_PAIRS_ENV_NAME = "synpo_thor_pairs"  # the name it is registered under with Ray Tune
 THOR_ENV_CONFIG_KEYS = {"num_slots", "pairs", "behaviour", "expert_epsilon", "seed", "thor", "relabel"}

@@ -11,7 +11,7 @@ terms) from one expert demonstration per pair of the setting's quadrants:
 - setting 2: the cross quadrants, (new env, old task) and (old env, new task);
 - setting 3: (new env, new task).
 
-The updates are those of SynPo's RLlib learner (`rllib_synpo.learner.SynPoTorchLearner`, the one
+The updates are those of SynPo's RLlib learner (`rllib_synpo.algorithms.synpo.torch.synpo_torch_learner.SynPoTorchLearner`, the one
 `SynPo` trains with), built locally from a `SynPoConfig` of the checkpoint whose
 ``learner_config_dict`` names the rows to train (`ADAPT_ROWS_KEY`); the batches are built as
 `SynPo`'s are, from random demonstration states.
@@ -40,7 +40,7 @@ from synpo_envs.gridworld.mazes import Maze, load_mazes, resolve_mazes
 from synpo_envs.splits import TRANSFER_SETTINGS, Split
 from torch import nn
 
-from rllib_synpo.checks import (
+from rllib_synpo.utils.checks import (
     NON_NEGATIVE_INT,
     NON_NEGATIVE_NUMBER,
     POSITIVE_INT,
@@ -48,10 +48,11 @@ from rllib_synpo.checks import (
     bad_setting,
 )
 from rllib_synpo.losses import LossWeights
+from rllib_synpo.utils.denormals import flush_denormals_where_wanted
 
 if TYPE_CHECKING:
-    from rllib_synpo.config import SynPoConfig
-    from rllib_synpo.learner import SynPoTorchLearner
+    from rllib_synpo.algorithms.synpo.synpo import SynPoConfig
+    from rllib_synpo.algorithms.synpo.torch.synpo_torch_learner import SynPoTorchLearner
     from rllib_synpo.rl_module import SynPoTorchRLModule
 
 Pair = tuple[int, int]
@@ -200,8 +201,8 @@ def demonstration_batch(demos: dict[str, np.ndarray], rows: np.ndarray) -> dict[
     ``rows``, as torch tensors: for forward passes outside the learner."""
     from ray.rllib.utils.torch_utils import convert_to_torch_tensor
 
-    from rllib_synpo.algorithm import learner_batch
-    from rllib_synpo.config import MODULE_ID
+    from rllib_synpo.algorithms.synpo.synpo import learner_batch
+    from rllib_synpo.checkpoint import MODULE_ID
 
     columns = learner_batch(demonstration_sample(demos, rows)).policy_batches[MODULE_ID]
     return convert_to_torch_tensor(dict(columns))
@@ -213,8 +214,8 @@ def adaptation_config(
     """The `SynPoConfig` whose learner trains only ``rows`` of the network ``model_config``
     builds for the gridworld ``world`` (its mazes give the environment count), at the loss
     weights and learning rate of ``config``; ``split``: the checkpoint's training split."""
-    from rllib_synpo.config import SynPoConfig
-    from rllib_synpo.learner import ADAPT_ROWS_KEY
+    from rllib_synpo.algorithms.synpo.synpo import SynPoConfig
+    from rllib_synpo.algorithms.synpo.torch.synpo_torch_learner import ADAPT_ROWS_KEY
 
     synpo = SynPoConfig().rl_module(model_config=dict(model_config))
     synpo.training(l1=config.l1, l2=config.l2, l3=config.l3, lr=config.lr, split=split)
@@ -226,7 +227,7 @@ def adaptation_config(
 def build_adaptation_learner(synpo: SynPoConfig) -> SynPoTorchLearner:
     """The local `SynPoTorchLearner` of the `adaptation_config` ``synpo`` (no Ray cluster): its
     module's spaces are those of the config's gridworld."""
-    from rllib_synpo.config import MODULE_ID
+    from rllib_synpo.checkpoint import MODULE_ID
 
     gridworld = BatchedGridWorld(1, **synpo.env_config["gridworld"])
     spaces = {MODULE_ID: (gridworld.single_observation_space, gridworld.single_action_space)}
@@ -251,8 +252,8 @@ def learn_rows(
     `PROGRESS_EVERY` iterations and at the end."""
     from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 
-    from rllib_synpo.algorithm import learner_batch
-    from rllib_synpo.config import MODULE_ID
+    from rllib_synpo.algorithms.synpo.synpo import learner_batch
+    from rllib_synpo.checkpoint import MODULE_ID
 
     learner = build_adaptation_learner(adaptation_config(module.model_config, world, rows, config, split))
     trained = learner.module[MODULE_ID].unwrapped()
@@ -316,7 +317,9 @@ def prepare(checkpoint: str | Path, config: AdaptConfig) -> Adaptation:
     """Loads the checkpoint, adds the new environments' mazes and grows the embeddings: the old
     rows copied, the new ones drawn from N(0, 1) (environments first, then tasks, from one
     generator seeded with ``config.seed``)."""
-    from rllib_synpo.evaluate import read_gridworld_checkpoint
+    from rllib_synpo.checkpoint import read_gridworld_checkpoint
+
+    flush_denormals_where_wanted()  # before loading starts torch's threads
 
     config.check()
     path, module, split, gridworld = read_gridworld_checkpoint(checkpoint)
@@ -346,7 +349,7 @@ def adapt_checkpoint(
 ) -> dict:
     """`prepare`, one demonstration per pair, `learn_rows` of the new rows (``progress``: see
     there), evaluate the whole matrix, write ``out``; returns the summary."""
-    from rllib_synpo.evaluate import success_matrix, write_heatmap
+    from rllib_synpo.evaluation import success_matrix, write_heatmap
     from rllib_synpo.evaluation import evaluate, torch_greedy_policy
 
     start = time.perf_counter()

@@ -12,8 +12,9 @@ from ray.rllib.core.learner.torch.torch_learner import TorchLearner
 
 from rllib_synpo.columns import EXECUTED_ACTION, EXPERT_ACTION, NEXT_ROW, TASK_LABELS
 from rllib_synpo.losses import SF_TD_WEIGHT, TOTAL_LOSS, LossWeights, imitation_losses
-from rllib_synpo.optimizers import finite_norm, fused_adam_options
-from rllib_synpo.precision import resolve_precision, training_autocast
+from rllib_synpo.utils.optimizers import finite_norm, fused_adam_options
+from rllib_synpo.utils.denormals import flush_denormals_where_wanted
+from rllib_synpo.utils.precision import resolve_precision, training_autocast
 from rllib_synpo.rl_module import outputs_from_fwd_out
 
 # The batch columns, re-exported for the modules that build batches.
@@ -113,7 +114,7 @@ class SynPoTorchLearner(TorchLearner):
     the config's ``precision``.
 
     Training only chosen embedding rows (``config.learners(learner_config_dict={ADAPT_ROWS_KEY:
-    {"env_embedding": [20], "task_embedding": [19]}})``, what `rllib_synpo.adapt` does for new
+    {"env_embedding": [20], "task_embedding": [19]}})``, what `rllib_synpo.adaptation` does for new
     environments and tasks): the names are ``nn.Embedding`` attributes of the module's network.
     Then every other parameter is frozen (``requires_grad`` off), the optimizer is (fused) Adam
     at the config's ``lr`` over the listed embeddings' weights only and without weight decay
@@ -128,6 +129,7 @@ class SynPoTorchLearner(TorchLearner):
         # `configure_optimizers_for_module` (which `super().build()` calls) where the config
         # restricts training to embedding rows.
         self.trained_row_masks: dict[Any, dict[Any, torch.Tensor]] = {}
+        flush_denormals_where_wanted()  # a remote learner's process: before torch's threads start
         super().build()
         self.precision = resolve_precision(self.config.precision, self._device or "cpu")
 

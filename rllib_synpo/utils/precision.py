@@ -14,7 +14,7 @@ import contextlib
 
 import torch
 
-from rllib_synpo.checks import Rule, one_of
+from rllib_synpo.utils.checks import Rule, one_of
 
 PRECISIONS = ("float32", "bfloat16", "auto")
 PRECISION: Rule = one_of(PRECISIONS)  # the check of a config's ``precision``

@@ -16,7 +16,7 @@ import numpy as np
 from synpo_envs.splits import PAPER_MIN_COVER, PAPER_NUM_SEEN, Split, SplitError
 from synpo_envs.thor.constants import NUM_TASKS, PAPER_KITCHENS, TASK_OBJECTS, TASKS
 
-from rllib_synpo.checks import is_int
+from rllib_synpo.utils.checks import is_int
 
 # Task ids whose object THOR >= 1.0 kitchens do not have.
 CONTAINER_TASKS = tuple(task for task, (obj, _) in enumerate(TASKS) if TASK_OBJECTS[obj] == "Container")

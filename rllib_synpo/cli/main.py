@@ -140,7 +140,7 @@ def algorithm_class(name: str, where: str = "run"):
     from ray.rllib.algorithms.registry import ALGORITHMS
     from ray.tune.registry import TRAINABLE_CLASS, _global_registry, get_trainable_cls
 
-    from rllib_synpo.algorithm import register
+    from rllib_synpo import register
 
     register()  # again after any ray.shutdown(), which empties Tune's registry
 
@@ -237,7 +237,8 @@ def evaluate_command(args: argparse.Namespace) -> int:
     """One checkpoint, or every trial of an experiment folder (the newest checkpoint of each,
     into ``<trial>/evaluation``, or ``--out/<trial>`` where there are several; a trial already
     evaluated with the same checkpoint and settings is skipped)."""
-    from rllib_synpo.evaluate import TRIAL_EVALUATION, find_checkpoint, is_evaluated, trial_folders
+    from rllib_synpo.checkpoint import TRIAL_EVALUATION, find_checkpoint, trial_folders
+    from rllib_synpo.evaluation import is_evaluated
 
     trials = trial_folders(args.checkpoint)
     if len(trials) <= 1:
@@ -260,7 +261,7 @@ def evaluate_command(args: argparse.Namespace) -> int:
 
 
 def _evaluate_one(args: argparse.Namespace, checkpoint: str | Path, out: Path) -> None:
-    from rllib_synpo.evaluate import evaluate_checkpoint
+    from rllib_synpo.evaluation import evaluate_checkpoint
 
     summary = evaluate_checkpoint(checkpoint, episodes_per_pair=args.episodes_per_pair, pairs=args.pairs, out=out,
                                   seed=args.seed, sample=args.sample)
@@ -274,7 +275,7 @@ def _evaluate_one(args: argparse.Namespace, checkpoint: str | Path, out: Path) -
 
 
 def report_command(args: argparse.Namespace) -> int:
-    from rllib_synpo.report import ReportError, report_experiment
+    from rllib_synpo.studies.report import ReportError, report_experiment
 
     try:
         paths = report_experiment(args.experiment, args.out)
@@ -288,7 +289,7 @@ def report_command(args: argparse.Namespace) -> int:
 def adapt_command(args: argparse.Namespace) -> int:
     from synpo_envs.gridworld.mazes import MazeFormatError
 
-    from rllib_synpo.adapt import AdaptConfig, AdaptError, adapt_checkpoint
+    from rllib_synpo.adaptation import AdaptConfig, AdaptError, adapt_checkpoint
 
     config = AdaptConfig(
         setting=args.setting, iterations=args.iterations, batch_size=args.batch_size, lr=args.lr,
@@ -378,14 +379,14 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("ray.rllib.algorithms.algorithm_config").addFilter(_without_new_api_stack_notice)
     from synpo_envs.splits import SplitError
 
-    from rllib_synpo.evaluate import CheckpointError
+    from rllib_synpo.checkpoint import CheckpointError
+    from rllib_synpo.utils.denormals import DenormalsSettingError, flush_denormals_wanted
 
     try:
+        flush_denormals_wanted()  # a bad RLLIB_SYNPO_FLUSH_DENORMALS, before any Ray process starts
         return args.func(args)
-    except (UsageError, CheckpointError, SplitError, json.JSONDecodeError) as err:
+    except (UsageError, CheckpointError, SplitError, DenormalsSettingError, json.JSONDecodeError) as err:
         print(f"error: {err}", file=sys.stderr)
         return USAGE_ERROR
 
 
-if __name__ == "__main__":
-    sys.exit(main())

@@ -15,7 +15,7 @@ seeds. A load that did not take raises `ImitationCheckpointError`.
 
 .. code-block:: python
 
-    from rllib_synpo.ppo import SynPoPPOConfig
+    from rllib_synpo.algorithms.synpo_ppo.synpo_ppo import SynPoPPOConfig
     algo = SynPoPPOConfig().training(imitation_checkpoint="results/runs/synpo-gridworld").build_algo()
     algo.train()
 """
@@ -23,7 +23,6 @@ seeds. A load that did not take raises `ImitationCheckpointError`.
 from __future__ import annotations
 
 import inspect
-import os
 from pathlib import Path
 from typing import Any
 
@@ -31,68 +30,31 @@ import numpy as np
 import torch
 from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.algorithms.ppo import PPO, PPOConfig
-from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
-from ray.rllib.core.columns import Columns
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
 from ray.rllib.utils.metrics import NUM_AGENT_STEPS_SAMPLED
 from synpo_envs.gridworld import BatchedGridWorld
 from synpo_envs.splits import Split
 
-from rllib_synpo.checkpoint_files import MODULE_COMPONENT, MODULE_ID, read_meta, write_meta
-from rllib_synpo.checks import LEARNING_RATE, NON_NEGATIVE_NUMBER, POSITIVE_INT, POSITIVE_NUMBER, bad_setting
-from rllib_synpo.config import policy_mapping_fn, resolve_split
+from rllib_synpo.checkpoint import MODULE_COMPONENT, MODULE_ID, write_meta
+from rllib_synpo.utils.checks import LEARNING_RATE, NON_NEGATIVE_NUMBER, POSITIVE_INT, POSITIVE_NUMBER, bad_setting
+from rllib_synpo.algorithms.synpo_ppo.imitation_checkpoint import (
+    ImitationCheckpointError,
+    load_error,
+    load_imitation_module,
+    read_imitation_meta,
+)
+from rllib_synpo.algorithms.synpo_ppo.torch.synpo_ppo_torch_learner import SynPoPPOTorchLearner
+from rllib_synpo.env.expert_env_runner import policy_mapping_fn
+from rllib_synpo.env.splits import resolve_split
 from rllib_synpo.losses import LossWeights
-from rllib_synpo.optimizers import fused_adam_options
-from rllib_synpo.pair_env import ENV_CONFIG_KEYS, PAIRS_ENV_NAME
+from rllib_synpo.env.registration import register_envs
+from rllib_synpo.env.pair_env import ENV_CONFIG_KEYS, PAIRS_ENV_NAME
 from rllib_synpo.rl_module import SynPoTorchRLModule, check_model_config
+from rllib_synpo.utils.denormals import flush_denormals_where_wanted
 
 OPTIMIZERS = ("rmsprop", "adam")
-AUX_LOSSES = {"reward_loss": "l1", "env_disentangle_loss": "l2", "task_disentangle_loss": "l3"}
-RMSPROP_ALPHA, RMSPROP_EPS = 0.99, 1e-5
-VALUE_OPTIMIZER = "value"  # the value head's optimizer (the rest keeps RLlib's default name)
 FINETUNE_PAIRS = ("seen", "unseen", "all")  # which pairs of the split PPO interacts with
-
-
-class ImitationCheckpointError(ValueError):
-    """The imitation checkpoint is missing, does not fit the module, or did not load."""
-
-
-def read_imitation_meta(checkpoint: str | Path) -> tuple[Path, dict]:
-    """(checkpoint folder, its ``synpo_meta.json``); ``checkpoint`` may be an experiment or
-    trial folder of ``rllib train file`` (its newest checkpoint is used); a relative path is
-    relative to the working directory ``rllib train file`` was started in."""
-    from rllib_synpo.evaluate import CheckpointError, find_checkpoint
-
-    checkpoint = Path(checkpoint).expanduser()
-    if not checkpoint.is_absolute():  # inside a Tune trial the working directory is the trial's
-        checkpoint = Path(os.environ.get("TUNE_ORIG_WORKING_DIR", os.getcwd())) / checkpoint
-    try:
-        path = find_checkpoint(checkpoint)
-    except CheckpointError as err:
-        raise ImitationCheckpointError(f"imitation_checkpoint: {err}") from None
-    module_dir = path / MODULE_COMPONENT
-    if not module_dir.is_dir():
-        raise ImitationCheckpointError(f"imitation_checkpoint {path} has no module folder {MODULE_COMPONENT}")
-    return path, read_meta(path)
-
-
-def load_error(module_dir: Path, err: Exception) -> ImitationCheckpointError:
-    detail = " ".join(str(err).split())  # one line
-    return ImitationCheckpointError(f"could not load the imitation module {module_dir}: {type(err).__name__}: {detail[:600]}")
-
-
-def load_imitation_module(checkpoint: str | Path):
-    """(the module folder of an imitation checkpoint, its module loaded on its own); a module
-    that does not load is an `ImitationCheckpointError` naming the folder."""
-    from ray.rllib.core.rl_module.rl_module import RLModule
-
-    path, _ = read_imitation_meta(checkpoint)
-    module_dir = path / MODULE_COMPONENT
-    try:
-        return module_dir, RLModule.from_checkpoint(module_dir)
-    except Exception as err:  # unreadable or truncated state files, ...
-        raise load_error(module_dir, err) from err
 
 
 class SynPoPPOEnvRunner(MultiAgentEnvRunner):
@@ -100,6 +62,10 @@ class SynPoPPOEnvRunner(MultiAgentEnvRunner):
     a sample. A slot whose gridworld episode ended waits for the other slots; RLlib leaves its
     count NaN then (ray#62635), and PPO's sampling loop, which counts agent steps, fails with
     "cannot convert float NaN to integer"."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        flush_denormals_where_wanted()  # its module computes the actions
+        super().__init__(*args, **kwargs)
 
     def sample(self, *args, **kwargs):
         episodes = super().sample(*args, **kwargs)
@@ -115,8 +81,6 @@ class SynPoPPOConfig(PPOConfig):
     clip 0.5, 4 epochs of 4 minibatches of a 128-step rollout of every pair slot)."""
 
     def __init__(self, algo_class=None) -> None:
-        import rllib_synpo.algorithm  # noqa: F401  (registers the pair env with Tune)
-
         super().__init__(algo_class=algo_class or SynPoPPO)
         paper = LossWeights()
         self.l1, self.l2, self.l3 = 0.0, paper.l2, paper.l3  # no reward loss by default
@@ -245,9 +209,10 @@ class SynPoPPOConfig(PPOConfig):
         return dict(recorded)
 
     def validate(self) -> None:
+        register_envs()  # RLlib makes `env: synpo_pairs` by its Tune name once validated
         super().validate()
         error = bad_setting(vars(self), {
-            NON_NEGATIVE_NUMBER: (*AUX_LOSSES.values(), "weight_decay", "imitation_kl_coeff"),
+            NON_NEGATIVE_NUMBER: ("l1", "l2", "l3", "weight_decay", "imitation_kl_coeff"),
             POSITIVE_NUMBER: ("value_lr",),
             POSITIVE_INT: ("load_check_episodes_per_pair", "greedy_episodes_per_pair"),
             LEARNING_RATE: ("lr",),
@@ -291,96 +256,13 @@ def gridworld_settings(kwargs: dict) -> dict:
     return {**defaults, **kwargs}
 
 
-def loss_rows(batch: dict[str, Any], x: torch.Tensor) -> torch.Tensor:
-    """The rows of ``x`` (one per row of a PPO train batch) that are real timesteps: RLlib adds
-    one masked step per episode."""
-    mask = batch.get(Columns.LOSS_MASK)
-    return x if mask is None else x[mask]
-
-
-def masked_rows(batch: dict[str, Any], fwd_out: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The real timesteps of a PPO train batch (`loss_rows`) in the columns
-    `synpo_loss_terms` reads; the action taken stands in for the expert's."""
-    from rllib_synpo.learner import EXECUTED_ACTION, EXPERT_ACTION
-
-    actions_all = batch[Columns.ACTIONS]
-    actions = loss_rows(batch, actions_all).long()
-    aux_batch = {
-        Columns.OBS: {key: loss_rows(batch, value) for key, value in batch[Columns.OBS].items()},
-        EXPERT_ACTION: actions,
-        EXECUTED_ACTION: actions,
-        Columns.REWARDS: loss_rows(batch, batch[Columns.REWARDS]),
-    }
-    aux_out = {key: loss_rows(batch, value) for key, value in fwd_out.items() if torch.is_tensor(value) and value.shape[:1] == actions_all.shape[:1]}
-    return aux_batch, aux_out
-
-
-class SynPoPPOTorchLearner(PPOTorchLearner):
-    """PPO's loss ``+ l1 * MSE(r_hat) + l2 * CE_env + l3 * CE_task`` on the taken actions'
-    state-action features ``+ imitation_kl_coeff * KL(pi_imitation || pi)``; every auxiliary
-    term is logged under its own name. The optimizer is RMSProp (the paper) or Adam, with
-    weight decay."""
-
-    def build(self) -> None:
-        super().build()
-        # The frozen imitation policy of the KL penalty: not a module of the learner, so neither
-        # trained, nor checkpointed, nor sent to the env runners (a resumed run reloads it).
-        self.imitation_reference = None
-        if self.config.imitation_kl_coeff > 0:
-            _, reference = load_imitation_module(self.config.imitation_checkpoint)
-            self.imitation_reference = reference.to(self._device).eval().requires_grad_(False)
-
-    def configure_optimizers_for_module(self, module_id, config=None) -> None:
-        from rllib_synpo.learner import register_module_optimizer
-
-        optimizer_class, options = (torch.optim.Adam, fused_adam_options(self.module[module_id].parameters()))
-        if config.optimizer_type == "rmsprop":
-            optimizer_class, options = torch.optim.RMSprop, {"alpha": RMSPROP_ALPHA, "eps": RMSPROP_EPS}
-        value_head = getattr(self.module[module_id].unwrapped().net, "value_head", None)
-        if value_head is None:  # ModuleNet: the value is an output of its modules
-            register_module_optimizer(self, module_id, config, optimizer_class, **options)
-            return
-        # The value head (on detached features) gets its own optimizer: its own learning rate,
-        # and its large early gradients clipped apart from the policy's.
-        value_params = {id(p) for p in value_head.parameters()}
-        params = self.get_parameters(self.module[module_id])
-        register_module_optimizer(
-            self, module_id, config, optimizer_class, params=[p for p in params if id(p) not in value_params], **options
-        )
-        register_module_optimizer(
-            self, module_id, config, optimizer_class, params=[p for p in params if id(p) in value_params],
-            name=VALUE_OPTIMIZER, lr=config.value_lr, **options,
-        )
-
-    def compute_loss_for_module(self, *, module_id, config, batch, fwd_out) -> torch.Tensor:
-        from rllib_synpo.learner import synpo_loss_terms
-        from rllib_synpo.losses import IMITATION_KL_LOSS, kl_to_reference
-
-        total = super().compute_loss_for_module(module_id=module_id, config=config, batch=batch, fwd_out=fwd_out)
-        aux_batch, aux_out = masked_rows(batch, fwd_out)
-        # Only the named auxiliary terms are used (PPO's surrogate replaces the imitation term).
-        weights = LossWeights(l1=config.l1, l2=config.l2, l3=config.l3, sf_td=0.0)
-        terms = synpo_loss_terms(self.module[module_id].unwrapped(), aux_batch, aux_out, weights)
-        for name, weight in AUX_LOSSES.items():
-            if name not in terms:  # a baseline network without this term
-                continue
-            total = total + getattr(config, weight) * terms[name]
-            self.metrics.log_value((module_id, name), terms[name].detach(), window=1)
-        if self.imitation_reference is not None:
-            with torch.no_grad():
-                reference_logits = self.imitation_reference.forward_inference({Columns.OBS: batch[Columns.OBS]})[Columns.ACTION_DIST_INPUTS]
-            kl = kl_to_reference(loss_rows(batch, reference_logits), aux_out[Columns.ACTION_DIST_INPUTS])
-            total = total + config.imitation_kl_coeff * kl
-            self.metrics.log_value((module_id, IMITATION_KL_LOSS), kl.detach(), window=1)
-        return total
-
-
 class SynPoPPO(PPO):
     @classmethod
     def get_default_config(cls) -> SynPoPPOConfig:
         return SynPoPPOConfig()
 
     def setup(self, config) -> None:
+        flush_denormals_where_wanted()  # before torch starts its threads in this process
         super().setup(config)
         self.synpo_split, self.gridworld = self.config.resolved_split()
         self.load_check: dict | None = None
@@ -399,7 +281,7 @@ class SynPoPPO(PPO):
 
     def evaluate(self, parallel_train_future=None) -> dict:
         """Greedy AvgSR, return and first-pick accuracy on the seen and unseen pairs."""
-        from rllib_synpo.evaluate import greedy_summary
+        from rllib_synpo.evaluation import greedy_summary
 
         return greedy_summary(
             self.get_module(MODULE_ID).net, self.synpo_split, self.config.greedy_episodes_per_pair,

@@ -1,0 +1,5 @@
+import sys
+
+from rllib_synpo.cli.main import main
+
+sys.exit(main())

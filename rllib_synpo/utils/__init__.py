@@ -1,0 +1,2 @@
+"""Small helpers: config checks, training precision, optimizer options, flush-to-zero, and
+returning freed heap memory to the OS."""
