@@ -102,7 +102,8 @@ class ExpertEnvRunner(MultiAgentEnvRunner):
             self.metrics.log_value((NUM_MODULE_STEPS_SAMPLED, module_id), steps, reduce="sum")
             self.metrics.log_value((NUM_MODULE_STEPS_SAMPLED_LIFETIME, module_id), steps, reduce="lifetime_sum")
 
-    # Overrides a private method of RLlib's runner (the only place these counters are logged);
+    # Overrides a private method of RLlib's runner (the only place these counters are logged;
+    # pinned with the other Ray internals in tests/rllib/test_ray_internals.py);
     # should RLlib rename it, its own per-agent counting runs again: slower, not wrong.
     def _increase_sampled_metrics(self, num_steps, next_obs, episode):
         # RLlib's own method for the env steps and episodes (no agents given: no agent loop).

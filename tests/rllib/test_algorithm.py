@@ -235,7 +235,7 @@ def test_the_learners_single_finite_check_steps_as_rllibs_apply_gradients(ray_se
             copy.deepcopy(learner.get_optimizer("synpo").state_dict()),
         )
         generator = torch.Generator().manual_seed(0)
-        gradients = {ref: torch.randn(p.shape, generator=generator) for ref, p in learner._params.items()}
+        gradients = {ref: torch.randn(p.shape, generator=generator) for ref, p in learner.parameters_by_ref.items()}
         if poison is not None:
             next(iter(gradients.values())).view(-1)[0] = poison
         ours = _step_from(learner, state, gradients, type(learner).apply_gradients)

@@ -131,14 +131,21 @@ class SynPoTorchLearner(TorchLearner):
         self.trained_row_masks: dict[Any, dict[Any, torch.Tensor]] = {}
         flush_denormals_where_wanted()  # a remote learner's process: before torch's threads start
         super().build()
-        self.precision = resolve_precision(self.config.precision, self._device or "cpu")
+        self.precision = resolve_precision(self.config.precision, self.device or "cpu")
+        # Each trained parameter by its reference (what gradient dicts are keyed by).
+        self.parameters_by_ref = {
+            self.get_param_ref(param): param
+            for module_id in self.module.keys()
+            for param in self.get_parameters(self.module[module_id])
+        }
 
-    def _uncompiled_update(self, batch, **kwargs):
-        # The autocast also spans TorchLearner's backward and optimizer step (one method): the
-        # backward runs each op in the dtype its forward used either way, and Adam's elementwise
-        # ops are not autocast ops, so this equals autocasting the forward pass alone (tested).
-        with training_autocast(self.precision, self._device or "cpu"):
-            return super()._uncompiled_update(batch, **kwargs)
+    def update(self, *args, **kwargs):
+        # The autocast spans each minibatch's forward pass, losses, backward and optimizer step
+        # (RLlib runs them inside `update`): the backward runs each op in the dtype its forward
+        # used either way, and Adam's elementwise ops are not autocast ops, so this equals
+        # autocasting the forward pass alone (tested).
+        with training_autocast(self.precision, self.device or "cpu"):
+            return super().update(*args, **kwargs)
 
     def configure_optimizers_for_module(self, module_id, config=None) -> None:
         rows = embedding_rows(config)
@@ -183,21 +190,24 @@ class SynPoTorchLearner(TorchLearner):
         )
 
     def apply_gradients(self, gradients_dict) -> None:
-        # RLlib's own checks each gradient for nan/inf twice, one tensor at a time (a profile's
-        # visible share of an update); one reduction tells whether its handling is needed (it
-        # also steps normally where a finite norm merely overflowed).
+        # RLlib's own checks each gradient for nan/inf one tensor at a time (a profile's visible
+        # share of an update); one reduction tells whether its handling is needed (it also
+        # steps normally where a finite norm merely overflowed). Torch learning-rate schedulers
+        # and gradient scalers (`config.experimental(_torch_lr_scheduler_classes=...,
+        # _torch_grad_scaler_class=...)`, Ray internals pinned in tests/rllib/test_ray_internals.py)
+        # are RLlib's to step.
         if (
-            self._lr_scheduler_classes is not None
-            or self._grad_scalers is not None
+            self.config._torch_lr_scheduler_classes is not None
+            or self.config._torch_grad_scaler_class is not None
             or self.config.torch_skip_nan_gradients
             or not finite_norm(gradients_dict.values())
         ):
             return super().apply_gradients(gradients_dict)  # e.g. zeroes nan/inf gradients, with a warning
         for param_ref, gradient in gradients_dict.items():
-            self._params[param_ref].grad = gradient
-        for module_id, optimizer_names in self._module_optimizers.items():
-            for optimizer_name in optimizer_names:
-                self.get_optimizer(module_id, optimizer_name).step()
+            self.parameters_by_ref[param_ref].grad = gradient
+        for module_id in self.module.keys():
+            for _, optimizer in self.get_optimizers_for_module(module_id):
+                optimizer.step()
 
     def compute_loss_for_module(self, *, module_id, config, batch, fwd_out) -> torch.Tensor:
         terms = synpo_loss_terms(self.module[module_id].unwrapped(), batch, fwd_out, loss_weights(config))

@@ -57,7 +57,7 @@ class SynPoPPOTorchLearner(PPOTorchLearner):
         self.imitation_reference = None
         if self.config.imitation_kl_coeff > 0:
             _, reference = load_imitation_module(self.config.imitation_checkpoint)
-            self.imitation_reference = reference.to(self._device).eval().requires_grad_(False)
+            self.imitation_reference = reference.to(self.device).eval().requires_grad_(False)
 
     def configure_optimizers_for_module(self, module_id, config=None) -> None:
         optimizer_class, options = (torch.optim.Adam, fused_adam_options(self.module[module_id].parameters()))
