@@ -25,12 +25,16 @@ MICROSECONDS = 1e6
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--experiment", default=str(DEFAULT_EXPERIMENT), help="an experiment file with one SynPo experiment")
+    parser.add_argument(
+        "--experiment", default=str(DEFAULT_EXPERIMENT), help="an experiment file with one SynPo experiment"
+    )
     parser.add_argument("--collections", type=int, default=20, help="timed collections per path")
     return parser
 
 
-def _time_paths(algo, episodes: int, collections: int, experiment: str) -> tuple[dict[str, float], dict[str, int], int]:
+def _time_paths(
+    algo, episodes: int, collections: int, experiment: str
+) -> tuple[dict[str, float], dict[str, int], int]:
     """Seconds and states collected per path over ``collections`` alternated collections, and
     the env's pair slots."""
     runner, layout = algo.env_runner, algo.layout
@@ -60,10 +64,15 @@ def main(argv: list[str] | None = None) -> int:
     with local_ray(num_cpus=1):
         algo = config.build_algo()
         try:
-            seconds, states, slots = _time_paths(algo, config.episodes_per_env_runner, args.collections, args.experiment)
+            seconds, states, slots = _time_paths(
+                algo, config.episodes_per_env_runner, args.collections, args.experiment
+            )
         finally:
             algo.stop()
-    print(f"{Path(args.experiment).name}: {args.collections} collections per path of {config.episodes_per_env_runner} episode(s), {slots} pair slots")
+    print(
+        f"{Path(args.experiment).name}: {args.collections} collections per path of "
+        f"{config.episodes_per_env_runner} episode(s), {slots} pair slots"
+    )
     print("path          states   us/state")
     micros = {name: seconds[name] / states[name] * MICROSECONDS for name in seconds}
     for name in seconds:

@@ -24,14 +24,18 @@ from rllib_synpo.evaluation import PairResults, evaluate, torch_greedy_policy
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("checkpoint", help="a SynPo checkpoint, or a folder holding one (its newest is used)")
     parser.add_argument("--episodes", type=int, default=5, help="episodes per pair")
     parser.add_argument("--seed", type=int, default=777)
     args = parser.parse_args(argv)
     net, split, gridworld = load_checkpoint(args.checkpoint)
     for name, pairs in (("seen", split.seen), ("unseen", split.unseen)):
-        r = evaluate(torch_greedy_policy(net), list(pairs), args.episodes, seed=args.seed, env_kwargs=gridworld)
+        r = evaluate(
+            torch_greedy_policy(net), list(pairs), args.episodes, seed=args.seed, env_kwargs=gridworld
+        )
         _print_outcomes(name, r, np.ones(len(pairs), bool))
         if name == "unseen":
             covered = first_colour_covered(split, list(pairs))
@@ -53,8 +57,9 @@ def _print_outcomes(name: str, r: PairResults, keep: np.ndarray) -> None:
         print(f"{name}: no pairs")
         return
     print(
-        f"{name} ({keep.sum()} pairs, {n} episodes): success {wins / n:6.1%}, no pick-up {(n - picked) / n:6.1%}, "
-        f"wrong first treasure {(picked - right) / n:6.1%}, right first treasure then failed {(right - wins) / n:6.1%}"
+        f"{name} ({keep.sum()} pairs, {n} episodes): success {wins / n:6.1%}, "
+        f"no pick-up {(n - picked) / n:6.1%}, wrong first treasure {(picked - right) / n:6.1%}, "
+        f"right first treasure then failed {(right - wins) / n:6.1%}"
     )
 
 

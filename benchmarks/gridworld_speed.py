@@ -100,13 +100,17 @@ def verdict(ok: bool) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--seconds", type=float, default=2.0, help="length of each timed run")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per figure (best is kept)")
     parser.add_argument("--num-envs", type=int, default=1024, help="batch size of the batched env")
     args = parser.parse_args(argv)
     print(f"gridworld speed, {pin_to_one_core()}, numpy {np.__version__}")
-    measure = lambda run: best_rate(run, args.seconds, args.repeats)
+
+    def measure(run):
+        return best_rate(run, args.seconds, args.repeats)
 
     baseline = measure(single_env_runner(render=True))
     single = measure(single_env_runner(render=False))
@@ -119,18 +123,38 @@ def main(argv: list[str] | None = None) -> int:
     low, high = ORIGINAL_RELEASE_STEPS_PER_S
     rows = [
         ("baseline: single env + 256x256 image per step", f"{baseline:12,.0f} steps/s", "", ""),
-        ("single env, expert actions, observations", f"{single:12,.0f} steps/s",
-         f"{single / baseline:6.1f}x baseline, {single / high:5.1f}-{single / low:.1f}x original release",
-         f">= {TARGET_SINGLE_STEPS_PER_S:,}: {verdict(single >= TARGET_SINGLE_STEPS_PER_S)}"),
-        (f"batched N={args.num_envs}, expert actions, observations", f"{batched:12,.0f} env-steps/s",
-         f"{batched / single:6.1f}x single env, {batched / baseline:7.1f}x baseline",
-         f">= {TARGET_BATCHED_STEPS_PER_S:,}: {verdict(batched >= TARGET_BATCHED_STEPS_PER_S)}"),
-        (f"expert action, batched N={args.num_envs}", f"{expert_us:12.3f} us/env-step",
-         f"{expert_batched / expert_single:6.1f}x faster than single-env expert_action() ({1e6 / expert_single:.2f} us)",
-         f"<= {TARGET_EXPERT_US_PER_STEP} us: {verdict(expert_us <= TARGET_EXPERT_US_PER_STEP)}"),
-        ("stacked observation (4 frames)", f"{obs.nbytes:12,} bytes {obs.dtype}", "",
-         f"<= {TARGET_OBS_BYTES} B uint8: {verdict(obs.nbytes <= TARGET_OBS_BYTES and obs.dtype == np.uint8)}"),
-        ("float64 arrays among observations", f"{sum(v.dtype == np.float64 for v in buffers.values()):12d}", "", ""),
+        (
+            "single env, expert actions, observations",
+            f"{single:12,.0f} steps/s",
+            f"{single / baseline:6.1f}x baseline, {single / high:5.1f}-{single / low:.1f}x original release",
+            f">= {TARGET_SINGLE_STEPS_PER_S:,}: {verdict(single >= TARGET_SINGLE_STEPS_PER_S)}",
+        ),
+        (
+            f"batched N={args.num_envs}, expert actions, observations",
+            f"{batched:12,.0f} env-steps/s",
+            f"{batched / single:6.1f}x single env, {batched / baseline:7.1f}x baseline",
+            f">= {TARGET_BATCHED_STEPS_PER_S:,}: {verdict(batched >= TARGET_BATCHED_STEPS_PER_S)}",
+        ),
+        (
+            f"expert action, batched N={args.num_envs}",
+            f"{expert_us:12.3f} us/env-step",
+            f"{expert_batched / expert_single:6.1f}x faster than single-env expert_action() "
+            f"({1e6 / expert_single:.2f} us)",
+            f"<= {TARGET_EXPERT_US_PER_STEP} us: {verdict(expert_us <= TARGET_EXPERT_US_PER_STEP)}",
+        ),
+        (
+            "stacked observation (4 frames)",
+            f"{obs.nbytes:12,} bytes {obs.dtype}",
+            "",
+            f"<= {TARGET_OBS_BYTES} B uint8: "
+            f"{verdict(obs.nbytes <= TARGET_OBS_BYTES and obs.dtype == np.uint8)}",
+        ),
+        (
+            "float64 arrays among observations",
+            f"{sum(v.dtype == np.float64 for v in buffers.values()):12d}",
+            "",
+            "",
+        ),
     ]
     width = max(len(row[0]) for row in rows)
     for name, value, ratio, target in rows:

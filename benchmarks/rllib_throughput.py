@@ -8,12 +8,13 @@ updates per collection instead of the experiment's own).
         [--seconds 60] [--threads 1 2] [--updates-per-iteration 8 16]
 
 Each measurement alternates the two loops in ``--rounds`` stretches (a shared machine's speed
-drifts; both then see the same drift). The bare loop is what an update costs without Ray: draw ``states_per_update`` states from the
-replay, build the learner's columns (`learner_batch`) as torch tensors, forward_train,
-loss, backward, optimizer step; no collection, no RLlib learner, no metrics. Its replay is
-the RLlib measurement's, filled to ``replay_capacity`` the same way, so both pay the same
-sampling cost. The last line printed, ``ratio X.XX``, is the smallest RLlib/bare ratio of the
-table (the share of the bare loop's rate that RLlib keeps while it also collects).
+drifts; both then see the same drift). The bare loop is what an update costs without Ray: draw
+``states_per_update`` states from the replay, build the learner's columns (`learner_batch`) as
+torch tensors, forward_train, loss, backward, optimizer step; no collection, no RLlib learner,
+no metrics. Its replay is the RLlib measurement's, filled to ``replay_capacity`` the same way,
+so both pay the same sampling cost. The last line printed, ``ratio X.XX``, is the smallest
+RLlib/bare ratio of the table (the share of the bare loop's rate that RLlib keeps while it also
+collects).
 
 In a Ray Tune trial the algorithm's process has ``num_cpus_for_main_process`` torch threads (Ray
 sets OMP_NUM_THREADS to the CPUs it assigns); here the thread count is set directly. Periodic
@@ -60,13 +61,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--seconds", type=float, default=60.0, help="timed training per measurement")
     parser.add_argument(
-        "--rounds", type=int, default=5, help="alternating stretches of the two loops a measurement is cut into"
+        "--rounds",
+        type=int,
+        default=5,
+        help="alternating stretches of the two loops a measurement is cut into",
     )
     parser.add_argument(
         "--threads", type=int, nargs="+", default=[1, 2], help="torch thread counts to measure"
     )
     parser.add_argument(
-        "--updates-per-iteration", type=int, nargs="+", metavar="N",
+        "--updates-per-iteration",
+        type=int,
+        nargs="+",
+        metavar="N",
         help="learner updates per collection to measure (default: the experiment's)",
     )
     return parser

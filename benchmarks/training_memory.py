@@ -28,7 +28,9 @@ MODES = ("released", "kept")
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--experiment", default=str(DEFAULT_EXPERIMENT), help="an experiment file with one SynPo experiment")
+    parser.add_argument(
+        "--experiment", default=str(DEFAULT_EXPERIMENT), help="an experiment file with one SynPo experiment"
+    )
     parser.add_argument("--iterations", type=int, default=800, help="training iterations per process")
     parser.add_argument("--every", type=int, default=100, help="iterations between evaluations")
     parser.add_argument("--threads", type=int, default=2, help="torch threads")
@@ -57,7 +59,12 @@ def run_mode(args: argparse.Namespace) -> None:
         seconds += time.perf_counter() - start
         if iteration % args.every == 0:
             algo.evaluate()
-            print(json.dumps({"iteration": iteration, "rss_mb": resident_memory_mb(), "seconds": seconds / args.every}), flush=True)
+            print(
+                json.dumps(
+                    {"iteration": iteration, "rss_mb": resident_memory_mb(), "seconds": seconds / args.every}
+                ),
+                flush=True,
+            )
             seconds = 0.0
     algo.stop()
     ray.shutdown()
@@ -66,21 +73,38 @@ def run_mode(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.iterations < args.every or args.every < 1:
-        raise SystemExit(f"need 1 <= --every <= --iterations, got --every {args.every} --iterations {args.iterations}")
+        raise SystemExit(
+            f"need 1 <= --every <= --iterations, got --every {args.every} --iterations {args.iterations}"
+        )
     if args.mode:
         run_mode(args)
         return 0
     rows = {}
     for mode in MODES:
-        child = [sys.executable, __file__, "--mode", mode, "--experiment", args.experiment,
-                 "--iterations", str(args.iterations), "--every", str(args.every), "--threads", str(args.threads)]
+        child = [
+            sys.executable,
+            __file__,
+            "--mode",
+            mode,
+            "--experiment",
+            args.experiment,
+            "--iterations",
+            str(args.iterations),
+            "--every",
+            str(args.every),
+            "--threads",
+            str(args.threads),
+        ]
         out = subprocess.run(child, check=True, capture_output=True, text=True).stdout
         rows[mode] = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    print(f"{Path(args.experiment).name}: an evaluation every {args.every} iterations, {args.threads} threads")
+    print(
+        f"{Path(args.experiment).name}: an evaluation every {args.every} iterations, {args.threads} threads"
+    )
     print("iteration  rss released MB  rss kept MB  released/kept  s/iter released  s/iter kept")
     for released, kept in zip(rows["released"], rows["kept"]):
         print(
-            f"{released['iteration']:9d}  {released['rss_mb']:14,.0f}  {kept['rss_mb']:11,.0f}  {released['rss_mb'] / kept['rss_mb']:13.2f}"
+            f"{released['iteration']:9d}  {released['rss_mb']:14,.0f}  {kept['rss_mb']:11,.0f}  "
+            f"{released['rss_mb'] / kept['rss_mb']:13.2f}"
             f"  {released['seconds']:15.3f}  {kept['seconds']:11.3f}",
             flush=True,
         )

@@ -27,7 +27,9 @@ def read_requirements(setup_cfg: Path, extras: list[str]) -> list[str]:
     available = parser["options.extras_require"] if parser.has_section("options.extras_require") else {}
     for extra in extras:
         if extra not in available:
-            raise SystemExit(f"error: {setup_cfg} has no extra {extra!r} (has: {', '.join(available) or 'none'})")
+            raise SystemExit(
+                f"error: {setup_cfg} has no extra {extra!r} (has: {', '.join(available) or 'none'})"
+            )
         requirements += _lines(available[extra])
     return requirements
 

@@ -59,11 +59,7 @@ class Split:
     def _check_pairs(self, label: str, pairs: Iterable) -> tuple[Pair, ...]:
         checked = []
         for pair in pairs:
-            if (
-                not isinstance(pair, (list, tuple))
-                or len(pair) != 2
-                or not all(is_int(v) for v in pair)
-            ):
+            if not isinstance(pair, (list, tuple)) or len(pair) != 2 or not all(is_int(v) for v in pair):
                 raise SplitError(f"{label} pair {pair!r} is not (env_id, task_id)")
             env_id, task_id = int(pair[0]), int(pair[1])
             if not (0 <= env_id < self.num_envs and 0 <= task_id < self.num_tasks):
@@ -112,7 +108,9 @@ class Split:
         if unknown or missing:
             raise SplitError(f"{source}: unknown keys {sorted(unknown)}, missing keys {sorted(missing)}")
         if data.get("format_version", SPLIT_FORMAT_VERSION) != SPLIT_FORMAT_VERSION:
-            raise SplitError(f"{source}: format_version {data['format_version']!r}; expected {SPLIT_FORMAT_VERSION}")
+            raise SplitError(
+                f"{source}: format_version {data['format_version']!r}; expected {SPLIT_FORMAT_VERSION}"
+            )
         try:
             return cls(
                 num_envs=data["num_envs"],

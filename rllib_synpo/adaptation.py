@@ -11,10 +11,11 @@ terms) from one expert demonstration per pair of the setting's quadrants:
 - setting 2: the cross quadrants, (new env, old task) and (old env, new task);
 - setting 3: (new env, new task).
 
-The updates are those of SynPo's RLlib learner (`rllib_synpo.algorithms.synpo.torch.synpo_torch_learner.SynPoTorchLearner`, the one
-`SynPo` trains with), built locally from a `SynPoConfig` of the checkpoint whose
-``learner_config_dict`` names the rows to train (`ADAPT_ROWS_KEY`); the batches are built as
-`SynPo`'s are, from random demonstration states.
+The updates are those of SynPo's RLlib learner
+(`rllib_synpo.algorithms.synpo.torch.synpo_torch_learner.SynPoTorchLearner`, the one `SynPo`
+trains with), built locally from a `SynPoConfig` of the checkpoint whose ``learner_config_dict``
+names the rows to train (`ADAPT_ROWS_KEY`); the batches are built as `SynPo`'s are, from random
+demonstration states.
 
 Then the whole matrix is evaluated greedily. Written to ``out``: ``summary.json``,
 ``transfer_table.csv`` / ``.md`` (the paper's three columns: cross (Q env, P task),
@@ -40,6 +41,7 @@ from synpo_envs.gridworld.mazes import Maze, load_mazes, resolve_mazes
 from synpo_envs.splits import TRANSFER_SETTINGS, Split
 from torch import nn
 
+from rllib_synpo.losses import LossWeights
 from rllib_synpo.utils.checks import (
     NON_NEGATIVE_INT,
     NON_NEGATIVE_NUMBER,
@@ -47,7 +49,6 @@ from rllib_synpo.utils.checks import (
     POSITIVE_NUMBER,
     bad_setting,
 )
-from rllib_synpo.losses import LossWeights
 from rllib_synpo.utils.denormals import flush_denormals_where_wanted
 
 if TYPE_CHECKING:
@@ -92,12 +93,15 @@ class AdaptConfig:
     def check(self) -> None:
         if self.setting not in TRANSFER_SETTINGS:
             raise AdaptError(f"setting must be one of {TRANSFER_SETTINGS}, got {self.setting!r}")
-        error = bad_setting(vars(self), {
-            NON_NEGATIVE_INT: ("iterations",),
-            POSITIVE_INT: ("batch_size", "episodes_per_pair"),
-            POSITIVE_NUMBER: ("lr",),
-            NON_NEGATIVE_NUMBER: ("l1", "l2", "l3"),
-        })
+        error = bad_setting(
+            vars(self),
+            {
+                NON_NEGATIVE_INT: ("iterations",),
+                POSITIVE_INT: ("batch_size", "episodes_per_pair"),
+                POSITIVE_NUMBER: ("lr",),
+                NON_NEGATIVE_NUMBER: ("l1", "l2", "l3"),
+            },
+        )
         if error:
             raise AdaptError(error)
 
@@ -349,8 +353,7 @@ def adapt_checkpoint(
 ) -> dict:
     """`prepare`, one demonstration per pair, `learn_rows` of the new rows (``progress``: see
     there), evaluate the whole matrix, write ``out``; returns the summary."""
-    from rllib_synpo.evaluation import success_matrix, write_heatmap
-    from rllib_synpo.evaluation import evaluate, torch_greedy_policy
+    from rllib_synpo.evaluation import evaluate, success_matrix, torch_greedy_policy, write_heatmap
 
     start = time.perf_counter()
     a = prepare(checkpoint, config)
@@ -366,10 +369,15 @@ def adapt_checkpoint(
     matrix = success_matrix(results, world_split)
     table = transfer_table(matrix, ids)
     summary = {
-        "checkpoint": str(a.checkpoint), "config": asdict(config), "new_envs": list(ids.envs),
-        "new_tasks": list(ids.tasks), "demonstrated_pairs": len(a.demonstrated),
-        "demonstration_states": len(demos["reward"]), "table_avg_success_rate_percent": table,
-        "final_losses": log[-1] if log else None, "seconds": time.perf_counter() - start,
+        "checkpoint": str(a.checkpoint),
+        "config": asdict(config),
+        "new_envs": list(ids.envs),
+        "new_tasks": list(ids.tasks),
+        "demonstrated_pairs": len(a.demonstrated),
+        "demonstration_states": len(demos["reward"]),
+        "table_avg_success_rate_percent": table,
+        "final_losses": log[-1] if log else None,
+        "seconds": time.perf_counter() - start,
     }
     out = Path(out)
     _write(out, summary, table, matrix, world_split, log, net)

@@ -20,7 +20,6 @@ from synpo_envs.gridworld.constants import NUM_CELLS
 from synpo_envs.splits import Split
 
 from rllib_synpo.checkpoint import MATRIX_FILE, SUMMARY_FILE, find_checkpoint, load_checkpoint
-
 from rllib_synpo.utils.denormals import flush_denormals_where_wanted
 from rllib_synpo.utils.heap import release_free_heap
 
@@ -53,7 +52,9 @@ class PairResults:
         return {
             "avg_success_rate": float(self.success_rate[keep].mean()),
             "avg_return": float(self.returns[keep].sum() / episodes),
-            "first_pick_accuracy": float(self.first_pick_correct[keep].sum() / max(self.picked[keep].sum(), 1)),
+            "first_pick_accuracy": float(
+                self.first_pick_correct[keep].sum() / max(self.picked[keep].sum(), 1)
+            ),
             "pairs": int(keep.sum()),
         }
 
@@ -96,7 +97,9 @@ def evaluate(
     for chunk_index, start in enumerate(range(0, len(jobs), max_batch)):
         chunk = jobs[start : start + max_batch]
         chunk_seed = seed + chunk_index * max_batch
-        _run_chunk(policy, [pairs[j] for j in chunk], chunk, results, chunk_seed, env_kwargs or {}, deterministic)
+        _run_chunk(
+            policy, [pairs[j] for j in chunk], chunk, results, chunk_seed, env_kwargs or {}, deterministic
+        )
     # The chunks' large arrays are free now; without this, a training run's periodic
     # evaluations grow its heap (rllib_synpo.utils.heap).
     release_free_heap()
@@ -127,7 +130,9 @@ class LoopDetector:
         self.place = NUM_CELLS ** np.arange(self.window, dtype=np.int64)
         self.t = 0
 
-    def step(self, env: BatchedGridWorld, rows: np.ndarray, reward: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def step(
+        self, env: BatchedGridWorld, rows: np.ndarray, reward: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """After step ``t`` of the still running episodes ``rows``: those that are looping, and
         the return each would collect over its remaining steps."""
         self.t += 1
@@ -141,7 +146,11 @@ class LoopDetector:
         self.rewards[rows, t] = reward[rows]
         first_full = self.since[rows] + self.window - 1  # first state index with a whole window since
         code = np.where(t >= first_full, self.cells[rows] @ self.place, -1)
-        earlier = (self.codes[rows, :t] == code[:, None]) & (np.arange(t) >= first_full[:, None]) & (code[:, None] >= 0)
+        earlier = (
+            (self.codes[rows, :t] == code[:, None])
+            & (np.arange(t) >= first_full[:, None])
+            & (code[:, None] >= 0)
+        )
         self.codes[rows, t] = code
         looping = earlier.any(axis=1)
         rows, start = rows[looping], earlier[looping].argmax(axis=1)
@@ -153,7 +162,15 @@ class LoopDetector:
         return rows, np.asarray(remaining, float)
 
 
-def _run_chunk(policy: PolicyFn, chunk_pairs, chunk, results: PairResults, seed: int, env_kwargs: dict, deterministic: bool) -> None:
+def _run_chunk(
+    policy: PolicyFn,
+    chunk_pairs,
+    chunk,
+    results: PairResults,
+    seed: int,
+    env_kwargs: dict,
+    deterministic: bool,
+) -> None:
     env = BatchedGridWorld(len(chunk), copy=False, **env_kwargs)
     obs, _ = env.reset(seed=seed, options={"pairs": chunk_pairs})
     loops = LoopDetector(env) if deterministic else None
@@ -188,12 +205,21 @@ def _run_chunk(policy: PolicyFn, chunk_pairs, chunk, results: PairResults, seed:
             finish(looping, np.zeros(len(looping), bool), env.state.episode_return[looping] + remaining)
 
 
-def torch_greedy_policy(network: torch.nn.Module, device: str | torch.device = "cpu", batch: int = 2048) -> PolicyFn:
+def torch_greedy_policy(
+    network: torch.nn.Module, device: str | torch.device = "cpu", batch: int = 2048
+) -> PolicyFn:
     """Greedy actions of a `SynPoNetwork`-like module (forward(obs, env_id, task_id).logits)."""
     return torch_policy(network, sample=False, device=device, batch=batch)
 
 
-def torch_policy(network: torch.nn.Module, *, sample: bool, seed: int = 0, device: str | torch.device = "cpu", batch: int = 2048) -> PolicyFn:
+def torch_policy(
+    network: torch.nn.Module,
+    *,
+    sample: bool,
+    seed: int = 0,
+    device: str | torch.device = "cpu",
+    batch: int = 2048,
+) -> PolicyFn:
     """Actions of a `SynPoNetwork`-like module: the most likely (``sample=False``) or drawn from
     the policy's softmax with a seeded generator (``sample=True``)."""
     generator = torch.Generator(device=device).manual_seed(seed)
@@ -204,7 +230,10 @@ def torch_policy(network: torch.nn.Module, *, sample: bool, seed: int = 0, devic
         network.eval()
         out = []
         for start in range(0, len(obs["obs"]), batch):
-            part = {key: torch.as_tensor(value[start : start + batch], device=device) for key, value in obs.items()}
+            part = {
+                key: torch.as_tensor(value[start : start + batch], device=device)
+                for key, value in obs.items()
+            }
             logits = network(part["obs"], part["env_id"], part["task_id"]).logits
             if sample:
                 actions = torch.multinomial(torch.softmax(logits, -1), 1, generator=generator).squeeze(-1)
@@ -228,7 +257,9 @@ def is_evaluated(out: Path, checkpoint: Path, settings: dict) -> bool:
         summary = json.loads(summary_path.read_text())
     except json.JSONDecodeError:
         return False
-    return summary.get("checkpoint") == str(checkpoint) and all(summary.get(k) == v for k, v in settings.items())
+    return summary.get("checkpoint") == str(checkpoint) and all(
+        summary.get(k) == v for k, v in settings.items()
+    )
 
 
 def select_pairs(split: Split, which: str) -> list[tuple[int, int]]:
@@ -252,10 +283,14 @@ def flat_summary(results: PairResults, split: Split) -> dict[str, float]:
     return {f"{part}_{key}": value for part in ("seen", "unseen") for key, value in summary[part].items()}
 
 
-def greedy_summary(net, split: Split, episodes_per_pair: int, *, seed: int, gridworld: dict) -> dict[str, float]:
+def greedy_summary(
+    net, split: Split, episodes_per_pair: int, *, seed: int, gridworld: dict
+) -> dict[str, float]:
     """`flat_summary` of ``net``'s greedy policy on every pair of ``split`` (the periodic
     evaluation of `SynPo` and `SynPoPPO`, under RLlib's ``evaluation/``)."""
-    results = evaluate(torch_greedy_policy(net), split.all_pairs, episodes_per_pair, seed=seed, env_kwargs=gridworld)
+    results = evaluate(
+        torch_greedy_policy(net), split.all_pairs, episodes_per_pair, seed=seed, env_kwargs=gridworld
+    )
     return flat_summary(results, split)
 
 
@@ -284,7 +319,15 @@ def write_heatmap(matrix: np.ndarray, split: Split, path: Path, title: str) -> N
     plt.close(fig)
 
 
-def evaluate_checkpoint(checkpoint: str | Path, *, episodes_per_pair: int = 100, pairs: str = "all", out: str | Path = "evaluation", seed: int = 0, sample: bool = False) -> dict:
+def evaluate_checkpoint(
+    checkpoint: str | Path,
+    *,
+    episodes_per_pair: int = 100,
+    pairs: str = "all",
+    out: str | Path = "evaluation",
+    seed: int = 0,
+    sample: bool = False,
+) -> dict:
     import pandas as pd
 
     flush_denormals_where_wanted()  # before loading starts torch's threads
@@ -293,16 +336,25 @@ def evaluate_checkpoint(checkpoint: str | Path, *, episodes_per_pair: int = 100,
     policy = torch_policy(net, sample=sample, seed=seed)
     results = evaluate(policy, select_pairs(split, pairs), episodes_per_pair, seed=seed, env_kwargs=gridworld)
     summary = summarize(results, split) | {
-        "policy": "sampled" if sample else "greedy", "pair_set": pairs, "checkpoint": str(find_checkpoint(checkpoint)),
-        "seconds": time.perf_counter() - start, "seed": seed,
+        "policy": "sampled" if sample else "greedy",
+        "pair_set": pairs,
+        "checkpoint": str(find_checkpoint(checkpoint)),
+        "seconds": time.perf_counter() - start,
+        "seed": seed,
     }
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     matrix = success_matrix(results, split)
-    pd.DataFrame(matrix, index=pd.Index(range(split.num_envs), name="env_id"), columns=[f"task_{t}" for t in range(split.num_tasks)]).to_csv(out / MATRIX_FILE)
+    pd.DataFrame(
+        matrix,
+        index=pd.Index(range(split.num_envs), name="env_id"),
+        columns=[f"task_{t}" for t in range(split.num_tasks)],
+    ).to_csv(out / MATRIX_FILE)
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=1))
     title = ", ".join(
-        f"{part} AvgSR {100 * summary[part]['avg_success_rate']:.1f}%" for part in ("seen", "unseen") if summary[part]["pairs"]
+        f"{part} AvgSR {100 * summary[part]['avg_success_rate']:.1f}%"
+        for part in ("seen", "unseen")
+        if summary[part]["pairs"]
     )
     write_heatmap(matrix, split, out / "heatmap.png", title)
     return summary

@@ -59,7 +59,9 @@ def taken(values: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
     return values[torch.arange(len(actions), device=values.device), actions]
 
 
-def reward_loss(predicted_rewards: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> torch.Tensor:
+def reward_loss(
+    predicted_rewards: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor
+) -> torch.Tensor:
     """MSE between the predicted reward of the action taken and the reward received."""
     return F.mse_loss(taken(predicted_rewards, actions), rewards.float())
 
@@ -86,7 +88,9 @@ def q_imitation_loss(q_values: torch.Tensor, expert_actions: torch.Tensor) -> to
     return policy_loss(q_values, expert_actions)
 
 
-def sf_reward_loss(features: torch.Tensor, task_weights: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> torch.Tensor:
+def sf_reward_loss(
+    features: torch.Tensor, task_weights: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor
+) -> torch.Tensor:
     """Reward regression ``r ≈ phi(s, a) . w_task`` on the action taken; ``features`` (N, A, K),
     ``task_weights`` (N, K)."""
     predicted = (taken(features, actions) * task_weights).sum(-1)
@@ -105,10 +109,10 @@ def sf_td_loss(
 
     ``successor``, ``features``: (N, A, K); ``actions``: the action executed at each row (the
     transition s -a-> s'); ``next_rows[n]``: the row of s' in the batch, `EPISODE_END` at an
-    episode's end (no bootstrap), `NO_TRANSITION` for rows left out; ``policy_actions[j]``: the action a' whose successor features bootstrap at
-    row j (the expert's: m is the expert policy's successor features). The target is not
-    differentiated (semi-gradient TD; Kulkarni et al. also keep the SR loss out of phi). The
-    squared error is averaged over rows and feature dimensions.
+    episode's end (no bootstrap), `NO_TRANSITION` for rows left out; ``policy_actions[j]``: the
+    action a' whose successor features bootstrap at row j (the expert's: m is the expert policy's
+    successor features). The target is not differentiated (semi-gradient TD; Kulkarni et al. also
+    keep the SR loss out of phi). The squared error is averaged over rows and feature dimensions.
     """
     included = next_rows != NO_TRANSITION
     has_next = next_rows >= 0
@@ -141,7 +145,9 @@ class LossWeights:
         }
 
 
-def synpo_total(terms: dict[str, torch.Tensor], l1: float, l2: float, l3: float, sf_td: float = SF_TD_WEIGHT) -> torch.Tensor:
+def synpo_total(
+    terms: dict[str, torch.Tensor], l1: float, l2: float, l3: float, sf_td: float = SF_TD_WEIGHT
+) -> torch.Tensor:
     """The weighted sum of the named terms present in ``terms`` (a network trains only its own
     terms, e.g. MTL has no environment disentanglement); other keys are ignored."""
     weights = LossWeights(l1, l2, l3, sf_td).by_term()
@@ -149,7 +155,9 @@ def synpo_total(terms: dict[str, torch.Tensor], l1: float, l2: float, l3: float,
     return torch.stack(present).sum()
 
 
-def loss_inputs(net: torch.nn.Module, out, env_id: torch.Tensor, actions: torch.Tensor | None, relabelled: bool) -> dict[str, torch.Tensor]:
+def loss_inputs(
+    net: torch.nn.Module, out, env_id: torch.Tensor, actions: torch.Tensor | None, relabelled: bool
+) -> dict[str, torch.Tensor]:
     """The `imitation_losses` inputs beyond ``out`` that ``net``'s terms need: the disentanglement
     scores of the state-action features of ``actions`` (the expert's, or PPO's taken actions)
     and, for ``relabelled`` batches, the policy's logits for every task."""
@@ -158,7 +166,9 @@ def loss_inputs(net: torch.nn.Module, out, env_id: torch.Tensor, actions: torch.
     if relabelled:
         inputs[TASK_LOGITS] = net.task_logits(out.sa_features, env_id)
     if actions is not None and names & {ENV_DISENTANGLE_LOSS, TASK_DISENTANGLE_LOSS}:
-        inputs[ENV_SCORES], inputs[TASK_SCORES] = net.disentangle_scores(taken(out.sa_features, actions.long()))
+        inputs[ENV_SCORES], inputs[TASK_SCORES] = net.disentangle_scores(
+            taken(out.sa_features, actions.long())
+        )
     return inputs
 
 
@@ -185,7 +195,9 @@ def imitation_losses(
     """
     names = getattr(net, "LOSS_TERMS", SYNPO_LOSS_TERMS)
     if task_labels is not None:
-        task_logits = out.extras[TASK_LOGITS] if TASK_LOGITS in out.extras else net.task_logits(out.sa_features, env_id)
+        task_logits = (
+            out.extras[TASK_LOGITS] if TASK_LOGITS in out.extras else net.task_logits(out.sa_features, env_id)
+        )
         terms = {POLICY_LOSS: relabelled_policy_loss(task_logits, task_labels)}
     else:
         terms = {POLICY_LOSS: policy_loss(out.logits, expert_actions)}
@@ -193,7 +205,9 @@ def imitation_losses(
         phi, w = out.extras["features"], out.extras["task_weights"]
         terms[REWARD_LOSS] = sf_reward_loss(phi, w, executed_actions, rewards)
         if next_rows is not None:
-            terms[SF_TD_LOSS] = sf_td_loss(out.sa_features, phi, executed_actions, next_rows.long(), expert_actions, net.discount)
+            terms[SF_TD_LOSS] = sf_td_loss(
+                out.sa_features, phi, executed_actions, next_rows.long(), expert_actions, net.discount
+            )
         elif weights.sf_td != 0:
             raise ValueError(
                 "the SF network's TD term needs the batch's next rows ('next_row': the row of each "

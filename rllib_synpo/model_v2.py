@@ -20,7 +20,9 @@ def _ids(values: torch.Tensor) -> torch.Tensor:
 
 
 class SynPoTorchModelV2(TorchModelV2, nn.Module):
-    def __init__(self, obs_space, action_space, num_outputs, model_config, name, **custom_model_config) -> None:
+    def __init__(
+        self, obs_space, action_space, num_outputs, model_config, name, **custom_model_config
+    ) -> None:
         TorchModelV2.__init__(self, obs_space, action_space, num_outputs, model_config, name)
         nn.Module.__init__(self)
         original = getattr(obs_space, "original_space", obs_space)

@@ -15,7 +15,6 @@ import numpy as np
 from rllib_synpo.env.trajectory import Trajectory
 from rllib_synpo.losses import EPISODE_END, NO_TRANSITION
 
-
 INITIAL_STEP_ROWS = 4096  # rows of the step arrays before the first growth
 GROWTH = 1.25  # the step arrays' size when they grow, as a multiple of the rows they must hold
 TRAJECTORY_FIELDS = ("frames", "expert_action", "action", "reward", "task_labels")
@@ -112,7 +111,10 @@ class TrajectoryReplay:
         if successors:
             has_next = steps + 1 < lengths[which]
             next_row[has_next] = num_states + np.arange(int(has_next.sum()))
-            which, steps = np.concatenate([which, which[has_next]]), np.concatenate([steps, steps[has_next] + 1])
+            which, steps = (
+                np.concatenate([which, which[has_next]]),
+                np.concatenate([steps, steps[has_next] + 1]),
+            )
         batch = self._batch(which, steps)
         if successors:  # the appended successors take no part in transition losses
             batch["next_row"] = np.concatenate([next_row, np.full(len(steps) - num_states, NO_TRANSITION)])
@@ -121,7 +123,11 @@ class TrajectoryReplay:
     def _batch(self, slots: np.ndarray, steps: np.ndarray) -> dict[str, np.ndarray]:
         """The batch columns of step ``steps[i]`` of the trajectory in slot ``slots[i]``."""
         rows = self._starts[slots] + steps
-        batch = {"obs": self._stacked_frames(rows, steps), "env_id": self._env_ids[slots], "task_id": self._task_ids[slots]}
+        batch = {
+            "obs": self._stacked_frames(rows, steps),
+            "env_id": self._env_ids[slots],
+            "task_id": self._task_ids[slots],
+        }
         for name in ("expert_action", "action", "task_labels", *self._per_step_keys):
             if name in self._steps:
                 batch[name] = self._steps[name][rows].astype(np.int64)
@@ -138,7 +144,11 @@ class TrajectoryReplay:
         return frames.reshape(len(rows), -1, *frames.shape[3:])
 
     def _columns_of(self, trajectory: Trajectory) -> dict[str, np.ndarray]:
-        columns = {name: getattr(trajectory, name) for name in TRAJECTORY_FIELDS if getattr(trajectory, name) is not None}
+        columns = {
+            name: getattr(trajectory, name)
+            for name in TRAJECTORY_FIELDS
+            if getattr(trajectory, name) is not None
+        }
         return {**columns, **(trajectory.per_step or {})}
 
     def _checked_columns(self, trajectory: Trajectory) -> dict[str, np.ndarray]:
@@ -191,9 +201,14 @@ class TrajectoryReplay:
         rows = slice(int(self._starts[slot]), int(self._starts[slot] + self._lengths[slot]))
         steps = {name: column[rows].copy() for name, column in self._steps.items()}
         return Trajectory(
-            frames=steps["frames"], env_id=int(self._env_ids[slot]), task_id=int(self._task_ids[slot]),
-            expert_action=steps["expert_action"], action=steps["action"], reward=steps["reward"],
-            task_labels=steps.get("task_labels"), per_step={key: steps[key] for key in self._per_step_keys} or None,
+            frames=steps["frames"],
+            env_id=int(self._env_ids[slot]),
+            task_id=int(self._task_ids[slot]),
+            expert_action=steps["expert_action"],
+            action=steps["action"],
+            reward=steps["reward"],
+            task_labels=steps.get("task_labels"),
+            per_step={key: steps[key] for key in self._per_step_keys} or None,
         )
 
     def get_state(self) -> dict:
@@ -202,11 +217,17 @@ class TrajectoryReplay:
         count = self._count
         extent = int((self._starts + self._lengths)[:count].max()) if count else 0
         return {
-            "starts": self._starts[:count].copy(), "lengths": self._lengths[:count].copy(),
-            "env_ids": self._env_ids[:count].copy(), "task_ids": self._task_ids[:count].copy(),
+            "starts": self._starts[:count].copy(),
+            "lengths": self._lengths[:count].copy(),
+            "env_ids": self._env_ids[:count].copy(),
+            "task_ids": self._task_ids[:count].copy(),
             "steps": {name: column[:extent] for name, column in self._steps.items()},
-            "per_step_keys": self._per_step_keys, "head": self._head, "next": self._next,
-            "added": self.added, "steps_added": self.steps_added, "rng": self.rng.bit_generator.state,
+            "per_step_keys": self._per_step_keys,
+            "head": self._head,
+            "next": self._next,
+            "added": self.added,
+            "steps_added": self.steps_added,
+            "rng": self.rng.bit_generator.state,
         }
 
     def set_state(self, state: dict) -> None:
@@ -254,4 +275,3 @@ def _empty_rows(rows: int, like: np.ndarray) -> np.ndarray:
 def _offsets_within(lengths: np.ndarray) -> np.ndarray:
     """0..length-1 for each of ``lengths``, concatenated."""
     return np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-

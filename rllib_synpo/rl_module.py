@@ -33,6 +33,7 @@ from rllib_synpo.networks.synpo import (
     COEFFICIENT_FUNCTIONS,
     changed_coefficient_options,
 )
+from rllib_synpo.utils.console import quiet_rllib_notices
 
 # Extra outputs of the training forward pass, read by the learner.
 REWARD_PREDICTIONS = "synpo_reward_predictions"
@@ -63,21 +64,29 @@ def check_model_config(model_config: dict[str, Any]) -> dict[str, Any]:
     if unknown:
         raise ValueError(f"unknown SynPo model_config key(s) {unknown}; expected some of {sorted(ours)}")
     checked = {key: model_config.get(key, default) for key, default in DEFAULT_MODEL_CONFIG.items()}
-    coefficient_options = {key: model_config.get(key, default) for key, default in COEFFICIENT_DEFAULTS.items()}
+    coefficient_options = {
+        key: model_config.get(key, default) for key, default in COEFFICIENT_DEFAULTS.items()
+    }
     if coefficient_options["coefficient_function"] not in COEFFICIENT_FUNCTIONS:
         raise ValueError(
-            f"unknown coefficient_function {coefficient_options['coefficient_function']!r}; expected one of {list(COEFFICIENT_FUNCTIONS)}"
+            f"unknown coefficient_function {coefficient_options['coefficient_function']!r}; "
+            f"expected one of {list(COEFFICIENT_FUNCTIONS)}"
         )
     if not 0 <= coefficient_options["coefficient_dropout"] < 1:
-        raise ValueError(f"coefficient_dropout must be in [0, 1), got {coefficient_options['coefficient_dropout']!r}")
+        raise ValueError(
+            f"coefficient_dropout must be in [0, 1), got {coefficient_options['coefficient_dropout']!r}"
+        )
     if not isinstance(coefficient_options["normalize_embeddings"], bool):
-        raise ValueError(f"normalize_embeddings must be true or false, got {coefficient_options['normalize_embeddings']!r}")
+        raise ValueError(
+            f"normalize_embeddings must be true or false, got {coefficient_options['normalize_embeddings']!r}"
+        )
     # SynPo's coefficient options reach the networks built on them; others refuse a non-default.
     if checked["network"] in COEFFICIENT_NETWORKS:
         checked.update(coefficient_options)
     elif changed := sorted(changed_coefficient_options(coefficient_options)):
         raise ValueError(
-            f"model_config {changed} applies to networks {list(COEFFICIENT_NETWORKS)} only, not {checked['network']!r}"
+            f"model_config {changed} applies to networks {list(COEFFICIENT_NETWORKS)} only, "
+            f"not {checked['network']!r}"
         )
     if checked["encoder"] not in ENCODERS:
         raise ValueError(f"unknown encoder {checked['encoder']!r}; expected one of {sorted(ENCODERS)}")
@@ -99,7 +108,9 @@ def state_keys(observation_space: gym.Space) -> tuple[str, ...]:
     )
 
 
-def network_from_spaces(observation_space: gym.Space, action_space: gym.Space, model_config: dict) -> torch.nn.Module:
+def network_from_spaces(
+    observation_space: gym.Space, action_space: gym.Space, model_config: dict
+) -> torch.nn.Module:
     keys = state_keys(observation_space)
     if not isinstance(action_space, gym.spaces.Discrete):
         raise ValueError(f"SynPo needs a Discrete action space; got {action_space}")
@@ -134,13 +145,19 @@ def outputs_from_fwd_out(fwd_out: dict[str, Any]) -> SynPoOutputs:
         reward=fwd_out[REWARD_PREDICTIONS],
         sa_features=fwd_out[SA_FEATURES],
         value=fwd_out.get(Columns.VF_PREDS),
-        extras={key[len(EXTRA_PREFIX) :]: value for key, value in fwd_out.items() if key.startswith(EXTRA_PREFIX)},
+        extras={
+            key[len(EXTRA_PREFIX) :]: value for key, value in fwd_out.items() if key.startswith(EXTRA_PREFIX)
+        },
     )
 
 
 class SynPoTorchRLModule(TorchRLModule, ValueFunctionAPI):
     """SynPo (or a baseline) policy and, for PPO, a value head starting at zero, over the
     gridworld's or THOR's spaces."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        quiet_rllib_notices()  # RLlib's RLModule.__init__ warns about its own RLModuleConfig
+        super().__init__(*args, **kwargs)
 
     def setup(self) -> None:
         self.net = network_from_spaces(self.observation_space, self.action_space, self.model_config)

@@ -36,8 +36,12 @@ def imported_modules(path: Path, name: str, known: set[str]) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join([*package.split(".")[: len(package.split(".")) - node.level + 1], *filter(None, [base])])
-            found.update(f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names)
+                base = ".".join(
+                    [*package.split(".")[: len(package.split(".")) - node.level + 1], *filter(None, [base])]
+                )
+            found.update(
+                f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names
+            )
     return {module for module in found if module in known and module != name}
 
 

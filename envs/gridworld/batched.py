@@ -152,7 +152,9 @@ class BatchedGridWorld(VectorEnv):
     def _check_pinned(self, pairs) -> np.ndarray:
         pairs = list(pairs)
         if len(pairs) != self.num_envs:
-            raise ValueError(f"options['pairs'] has {len(pairs)} pairs; expected one per env ({self.num_envs})")
+            raise ValueError(
+                f"options['pairs'] has {len(pairs)} pairs; expected one per env ({self.num_envs})"
+            )
         return np.array([self.grid_spec.check_pair(p) for p in pairs], dtype=np.int64)
 
     def _check_actions(self, actions) -> np.ndarray:
@@ -162,5 +164,7 @@ class BatchedGridWorld(VectorEnv):
                 f"actions must be {self.num_envs} integers, got shape {actions.shape} dtype {actions.dtype}"
             )
         if actions.min() < 0 or actions.max() >= NUM_ACTIONS:
-            raise ValueError(f"actions must be in [0, {NUM_ACTIONS}), got values {np.unique(actions).tolist()}")
+            raise ValueError(
+                f"actions must be in [0, {NUM_ACTIONS}), got values {np.unique(actions).tolist()}"
+            )
         return actions.astype(np.int64, copy=False)

@@ -36,9 +36,28 @@ COLOUR_NAMES = ("red", "blue", "green", "orange", "purple")
 NUM_COLOURS = len(COLOUR_LETTERS)
 # The 20 tasks, "pick X, then Y", in the original release's order (tasks 0-9 use each colour
 # twice as first and twice as second).
-TASK_NAMES = (
-    ["AB", "BC", "CD", "DE", "EA", "AC", "BD", "CE", "DA", "EB", "AD", "BE", "CA", "DB", "EC", "AE", "BA", "CB", "DC", "ED"]
-)
+TASK_NAMES = [
+    "AB",
+    "BC",
+    "CD",
+    "DE",
+    "EA",
+    "AC",
+    "BD",
+    "CE",
+    "DA",
+    "EB",
+    "AD",
+    "BE",
+    "CA",
+    "DB",
+    "EC",
+    "AE",
+    "BA",
+    "CB",
+    "DC",
+    "ED",
+]
 NUM_TASKS = len(TASK_NAMES)
 # TASK_COLOURS[task] = (first colour, second colour) as colour indices.
 TASK_COLOURS = np.array(

@@ -58,9 +58,7 @@ class Rewards:
         overrides = dict(overrides or {})
         unknown = sorted(set(overrides) - set(DEFAULT_REWARDS))
         if unknown:
-            raise ValueError(
-                f"unknown reward key(s) {unknown}; expected some of {sorted(DEFAULT_REWARDS)}"
-            )
+            raise ValueError(f"unknown reward key(s) {unknown}; expected some of {sorted(DEFAULT_REWARDS)}")
         values = {**DEFAULT_REWARDS, **overrides}
         for key, value in values.items():
             if not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -108,7 +106,11 @@ class GridSpec:
         self.use_maze_start = use_maze_start
         # Not the paper's (0): each treasure outside the episode's task is left out of the start
         # with this probability, so training data shows every maze with varied treasure sets.
-        if isinstance(absent_treasures, bool) or not isinstance(absent_treasures, (int, float)) or not 0 <= absent_treasures < 1:
+        if (
+            isinstance(absent_treasures, bool)
+            or not isinstance(absent_treasures, (int, float))
+            or not 0 <= absent_treasures < 1
+        ):
             raise ValueError(f"absent_treasures must be a probability in [0, 1), got {absent_treasures!r}")
         self.absent_treasures = float(absent_treasures)
         if pairs is None:
@@ -146,7 +148,9 @@ class GridSpec:
             self._next_action = np.stack([next_action_table(m) for m in self.mazes])
         return self._next_action
 
-    def task_expert_actions(self, env_id: np.ndarray, agent: np.ndarray, treasures: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def task_expert_actions(
+        self, env_id: np.ndarray, agent: np.ndarray, treasures: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The expert's action for every task at the given states (N, T), and whether the state
         is possible for that task (its second treasure still there). For relabelling data."""
         first = treasures[:, TASK_COLOURS[:, 0]]
@@ -183,7 +187,6 @@ class GridSpec:
             agent = free[int(draws[-1] * len(free))]
         return Layout(int(env_id), int(task_id), treasures, int(agent))
 
-
     def fixed_layout(self, pair: Pair, agent_pos, treasure_pos) -> Layout:
         """A layout given by hand: agent (row, col) and the five treasures' (row, col)
         (colour order A-E); every cell must be floor and treasures distinct."""
@@ -216,7 +219,9 @@ def _view_frames(walls: np.ndarray, window: int, agent_channel: bool) -> np.ndar
     treasures are drawn (walls and floor inside the window, black elsewhere, the agent), plus a
     discard cell. A few MB for 20 mazes; it turns drawing into one gather."""
     rows, cols = np.divmod(np.arange(NUM_CELLS), GRID_SIZE)
-    near = (np.abs(rows[:, None] - rows[None, :]) <= window) & (np.abs(cols[:, None] - cols[None, :]) <= window)
+    near = (np.abs(rows[:, None] - rows[None, :]) <= window) & (
+        np.abs(cols[:, None] - cols[None, :]) <= window
+    )
     channels = RGB_CHANNELS + int(agent_channel)
     frames = np.zeros((len(walls), NUM_CELLS, channels, NUM_CELLS + 1), dtype=np.uint8)
     for channel in range(RGB_CHANNELS):
@@ -305,5 +310,6 @@ class GridBatch:
         treasures = np.where(hidden, _DISCARD_CELL, treasures)  # ... unless under the agent
         frames[np.arange(len(rows))[:, None], :RGB_CHANNELS, treasures] = TREASURE_RGB
         channels = self.spec.frame_channels
-        self.obs[rows, -channels:] = frames[..., :NUM_CELLS].reshape(len(rows), channels, GRID_SIZE, GRID_SIZE)
-
+        self.obs[rows, -channels:] = frames[..., :NUM_CELLS].reshape(
+            len(rows), channels, GRID_SIZE, GRID_SIZE
+        )

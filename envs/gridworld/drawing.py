@@ -42,7 +42,9 @@ def full_map_rgb(
     image = _upscale(image, tile)
     row, col = agent_pos
     inset = tile // 4
-    image[row * tile + inset : (row + 1) * tile - inset, col * tile + inset : (col + 1) * tile - inset] = AGENT_RGB
+    image[row * tile + inset : (row + 1) * tile - inset, col * tile + inset : (col + 1) * tile - inset] = (
+        AGENT_RGB
+    )
     return image
 
 
@@ -81,4 +83,9 @@ def write_png(path: str | os.PathLike, image: np.ndarray) -> None:
 
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8-bit RGB
     with open(path, "wb") as file:
-        file.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+        file.write(
+            b"\x89PNG\r\n\x1a\n"
+            + chunk(b"IHDR", header)
+            + chunk(b"IDAT", zlib.compress(raw))
+            + chunk(b"IEND", b"")
+        )

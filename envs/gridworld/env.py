@@ -96,9 +96,7 @@ class GridWorld(gym.Env):
         render_mode: str | None = None,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(
-                f"render_mode {render_mode!r}; expected one of {self.metadata['render_modes']}"
-            )
+            raise ValueError(f"render_mode {render_mode!r}; expected one of {self.metadata['render_modes']}")
         self.grid_spec = GridSpec(
             mazes=mazes,
             pairs=pairs,

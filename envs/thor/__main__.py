@@ -20,7 +20,9 @@ KITCHEN_SETS = {"paper": PAPER_KITCHENS, "all": THOR_KITCHENS}
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m synpo_envs.thor", description=__doc__)
-    parser.add_argument("--list-tasks", action="store_true", required=True, help="print the tasks per kitchen")
+    parser.add_argument(
+        "--list-tasks", action="store_true", required=True, help="print the tasks per kitchen"
+    )
     parser.add_argument(
         "--kitchens",
         nargs="+",
@@ -56,7 +58,9 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
         try:
-            surveys = [survey_kitchen(kitchen, session.reset(kitchen).metadata["objects"]) for kitchen in kitchens]
+            surveys = [
+                survey_kitchen(kitchen, session.reset(kitchen).metadata["objects"]) for kitchen in kitchens
+            ]
             build = session.build.describe()
         finally:
             session.close()

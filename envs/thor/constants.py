@@ -27,9 +27,7 @@ THOR_TYPE_OF = {"Sink": "SinkBasin"}
 TASK_OBJECT_TYPES = tuple(THOR_TYPE_OF.get(name, name) for name in TASK_OBJECTS)
 TASK_RECEPTACLE_TYPES = tuple(THOR_TYPE_OF.get(name, name) for name in TASK_RECEPTACLES)
 # Task id -> (object index, receptacle index), object-major: task 3k+r is object k into r.
-TASKS = tuple(
-    (obj, rec) for obj in range(len(TASK_OBJECTS)) for rec in range(len(TASK_RECEPTACLES))
-)
+TASKS = tuple((obj, rec) for obj in range(len(TASK_OBJECTS)) for rec in range(len(TASK_RECEPTACLES)))
 TASK_NAMES = tuple(f"{TASK_OBJECTS[obj]}->{TASK_RECEPTACLES[rec]}" for obj, rec in TASKS)
 NUM_TASKS = len(TASKS)
 NUM_HELD_VALUES = 1 + len(TASK_OBJECTS)  # observation "held": 0 nothing, 1 + object index

@@ -259,7 +259,11 @@ class ThorKitchen(gym.Env):
                     + describe_unavailable(excluded, self.kitchens, surveys)
                 )
             if excluded:
-                warnings.warn(describe_unavailable(excluded, self.kitchens, surveys), TaskUnavailableWarning, stacklevel=2)
+                warnings.warn(
+                    describe_unavailable(excluded, self.kitchens, surveys),
+                    TaskUnavailableWarning,
+                    stacklevel=2,
+                )
             self.kitchen_tasks, self.available_pairs, self.unavailable_pairs = surveys, available, excluded
         return self.kitchen_tasks
 
@@ -319,7 +323,9 @@ class ThorKitchen(gym.Env):
 
     def _check_pairs(self, pairs: Sequence[Pair] | None) -> tuple[Pair, ...]:
         if pairs is None:
-            return tuple((env_id, task_id) for env_id in range(len(self.kitchens)) for task_id in range(NUM_TASKS))
+            return tuple(
+                (env_id, task_id) for env_id in range(len(self.kitchens)) for task_id in range(NUM_TASKS)
+            )
         checked = tuple(dict.fromkeys(self._check_pair(pair) for pair in pairs))
         if not checked:
             raise ValueError("pairs must name at least one (env_id, task_id)")
@@ -335,7 +341,10 @@ class ThorKitchen(gym.Env):
         for _ in range(SPAWN_ATTEMPTS):
             seed = int(self.np_random.integers(MAX_SPAWN_SEED))
             self._update(self.session.step(action="InitialRandomSpawn", randomSeed=seed, **SPAWN_ARGUMENTS))
-            if self._metadata["lastActionSuccess"] and survey_kitchen(self.kitchen, self._metadata["objects"]).available[task_id]:
+            if (
+                self._metadata["lastActionSuccess"]
+                and survey_kitchen(self.kitchen, self._metadata["objects"]).available[task_id]
+            ):
                 return
         raise ThorError(
             f"InitialRandomSpawn in {self.kitchen} failed or lost task {TASK_NAMES[task_id]}'s objects "
@@ -345,7 +354,13 @@ class ThorKitchen(gym.Env):
     def _teleport(self, x: float, z: float, rotation: float, horizon: float) -> bool:
         y = self._metadata["agent"]["position"]["y"]
         event = self.session.step(
-            action="TeleportFull", x=x, y=y, z=z, rotation={"x": 0, "y": rotation, "z": 0}, horizon=horizon, standing=True
+            action="TeleportFull",
+            x=x,
+            y=y,
+            z=z,
+            rotation={"x": 0, "y": rotation, "z": 0},
+            horizon=horizon,
+            standing=True,
         )
         self._update(event)
         return bool(self._metadata["lastActionSuccess"])
@@ -386,7 +401,9 @@ class ThorKitchen(gym.Env):
             "task_id": self._pair[1],
         }
 
-    def _info(self, success: bool, thor_action: str | None, target: str | None, action_success: bool, error: str) -> dict[str, Any]:
+    def _info(
+        self, success: bool, thor_action: str | None, target: str | None, action_success: bool, error: str
+    ) -> dict[str, Any]:
         return {
             "env_id": self._pair[0],
             "task_id": self._pair[1],

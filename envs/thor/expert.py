@@ -89,10 +89,16 @@ class Stage:
     holding: str | None  # the held type when planned (poses that failed are kept per stage)
 
     def hits(self, planned: Any) -> bool:
-        return isinstance(planned, ThorAction) and planned.name == self.thor_action and planned.object_id in self.targets
+        return (
+            isinstance(planned, ThorAction)
+            and planned.name == self.thor_action
+            and planned.object_id in self.targets
+        )
 
 
-def _closed_parents(obj: Mapping[str, Any], by_id: Mapping[str, Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def _closed_parents(
+    obj: Mapping[str, Any], by_id: Mapping[str, Mapping[str, Any]]
+) -> list[Mapping[str, Any]]:
     parents = [by_id.get(parent) for parent in obj.get("parentReceptacles") or ()]
     return [p for p in parents if p is not None and p.get("openable") and not p.get("isOpen")]
 
@@ -104,7 +110,11 @@ def next_stage(metadata: Mapping[str, Any], task_types: tuple[str, str]) -> Stag
     by_id = {obj["objectId"]: obj for obj in objects}
     held = held_object_type(metadata)
     if held is None:
-        wanted = [o for o in objects if o["objectType"] == object_type and o.get("pickupable") and not o.get("isPickedUp")]
+        wanted = [
+            o
+            for o in objects
+            if o["objectType"] == object_type and o.get("pickupable") and not o.get("isPickedUp")
+        ]
         free = [o["objectId"] for o in wanted if not _closed_parents(o, by_id)]
         if free:
             return Stage(PICK_PUT, "PickupObject", frozenset(free), held)
@@ -133,11 +143,19 @@ def _candidates(stage: Stage, metadata: Mapping[str, Any]) -> list[Mapping[str, 
     away (unseen)."""
     by_id = {obj["objectId"]: obj for obj in metadata["objects"]}
     if stage.action == OPEN_CLOSE:
-        pool = [o for o in metadata["objects"] if o["objectType"] in TASK_RECEPTACLE_TYPES and o.get("openable")]
+        pool = [
+            o for o in metadata["objects"] if o["objectType"] in TASK_RECEPTACLE_TYPES and o.get("openable")
+        ]
     elif stage.holding is None:
-        pool = [o for o in metadata["objects"] if o["objectType"] in TASK_OBJECT_TYPES and o.get("pickupable") and not o.get("isPickedUp")]
+        pool = [
+            o
+            for o in metadata["objects"]
+            if o["objectType"] in TASK_OBJECT_TYPES and o.get("pickupable") and not o.get("isPickedUp")
+        ]
     else:
-        pool = [o for o in metadata["objects"] if o["objectType"] in TASK_RECEPTACLE_TYPES and o.get("receptacle")]
+        pool = [
+            o for o in metadata["objects"] if o["objectType"] in TASK_RECEPTACLE_TYPES and o.get("receptacle")
+        ]
     return sorted((o for o in pool if not _closed_parents(o, by_id)), key=lambda o: o["objectId"])
 
 
@@ -184,9 +202,19 @@ class ThorExpert:
         keys = [self._key(x, z) for x, z in self._positions]
         self._index = {key: i for i, key in enumerate(keys)}
         step = round(self.grid_size * POSITION_SCALE)
-        offsets = [(round(math.sin(math.radians(h * ROTATION_STEP))), round(math.cos(math.radians(h * ROTATION_STEP)))) for h in range(HEADINGS)]
+        offsets = [
+            (
+                round(math.sin(math.radians(h * ROTATION_STEP))),
+                round(math.cos(math.radians(h * ROTATION_STEP))),
+            )
+            for h in range(HEADINGS)
+        ]
         self._moves = np.array(
-            [[self._index.get((kx + dx * step, kz + dz * step), -1) for dx, dz in offsets] for kx, kz in keys], np.int64
+            [
+                [self._index.get((kx + dx * step, kz + dz * step), -1) for dx, dz in offsets]
+                for kx, kz in keys
+            ],
+            np.int64,
         )
         self._blocked_moves.clear()
         self._blocked_looks.clear()
@@ -276,7 +304,9 @@ class ThorExpert:
         bearing = np.degrees(np.arctan2(dx, dz))[..., None] - ROTATION_STEP * np.arange(HEADINGS)  # (O, P, H)
         off_axis = np.abs((bearing + 180.0) % 360.0 - 180.0)
         pitch = np.degrees(np.arctan2(drop, flat))[..., None] - np.array(HORIZONS)  # (O, P, horizons)
-        loose = (flat <= self.visibility_distance + DISTANCE_MARGIN)[..., None] & (off_axis <= half_h + VIEW_MARGIN_DEGREES)
+        loose = (flat <= self.visibility_distance + DISTANCE_MARGIN)[..., None] & (
+            off_axis <= half_h + VIEW_MARGIN_DEGREES
+        )
         strict = (
             (np.hypot(flat, drop) <= self.visibility_distance - DISTANCE_MARGIN)[..., None, None]
             & (off_axis <= half_h - VIEW_MARGIN_DEGREES)[..., None]

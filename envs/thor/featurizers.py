@@ -274,7 +274,9 @@ def make_featurizer(
     object with ``feature_dim`` and ``__call__(frames) -> features``."""
     if isinstance(featurizer, str):
         if featurizer not in FEATURIZERS:
-            raise ValueError(f"featurizer {featurizer!r}; expected one of {sorted(FEATURIZERS)} or a Featurizer")
+            raise ValueError(
+                f"featurizer {featurizer!r}; expected one of {sorted(FEATURIZERS)} or a Featurizer"
+            )
         featurizer = FEATURIZERS[featurizer](**dict(options or {}))
     elif options:
         raise ValueError("featurizer_options only apply to a featurizer given by name")

@@ -68,7 +68,9 @@ class ResNet101(nn.Module):
         """torchvision's initialization, drawn from ``generator`` (for untrained use in tests)."""
         for module in self.modules():
             if isinstance(module, nn.Conv2d):
-                nn.init.kaiming_normal_(module.weight, mode="fan_out", nonlinearity="relu", generator=generator)
+                nn.init.kaiming_normal_(
+                    module.weight, mode="fan_out", nonlinearity="relu", generator=generator
+                )
             elif isinstance(module, nn.Linear):
                 nn.init.normal_(module.weight, std=0.01, generator=generator)
                 nn.init.zeros_(module.bias)

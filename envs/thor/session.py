@@ -223,7 +223,9 @@ class ThorSession:
                 ai2thor.controller.Controller(download_only=True, **arguments)
             except Exception as err:  # ai2thor's own text here is "Invalid commit_id"
                 raise ThorBuildNotFoundError(
-                    no_build_message(build.platform, ai2thor.build.COMMIT_ID, f"download failed: {_one_line(err)}")
+                    no_build_message(
+                        build.platform, ai2thor.build.COMMIT_ID, f"download failed: {_one_line(err)}"
+                    )
                 ) from err
         try:
             return ai2thor.controller.Controller(scene=scene, **arguments)

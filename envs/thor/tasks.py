@@ -62,9 +62,7 @@ def unavailable_pairs(
 ) -> tuple[Pair, ...]:
     """The pairs whose task the surveyed kitchen cannot pose."""
     return tuple(
-        (env_id, task_id)
-        for env_id, task_id in pairs
-        if not surveys[kitchens[env_id]].available[task_id]
+        (env_id, task_id) for env_id, task_id in pairs if not surveys[kitchens[env_id]].available[task_id]
     )
 
 
@@ -74,7 +72,10 @@ def describe_unavailable(
     """One line: how many pairs were excluded and what each kitchen lacks."""
     lacking = sorted({kitchens[env_id] for env_id, _ in excluded}, key=kitchens.index)
     reasons = "; ".join(f"{kitchen} lacks {', '.join(surveys[kitchen].missing)}" for kitchen in lacking)
-    return f"{len(excluded)} (kitchen, task) pair(s) excluded because the kitchen lacks their object or receptacle: {reasons}"
+    return (
+        f"{len(excluded)} (kitchen, task) pair(s) excluded because the kitchen lacks their object or "
+        f"receptacle: {reasons}"
+    )
 
 
 def task_table(surveys: Sequence[KitchenTasks]) -> str:

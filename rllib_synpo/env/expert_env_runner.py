@@ -22,12 +22,18 @@ from ray.rllib.utils.metrics import (
 )
 
 from rllib_synpo.checkpoint import MODULE_ID
-from rllib_synpo.env.trajectory import Trajectory
-from rllib_synpo.env.trajectory import FrameLayout, collect_trajectories
+from rllib_synpo.env.trajectory import FrameLayout, Trajectory, collect_trajectories
+from rllib_synpo.utils.console import without_gym_env_override_warning
 
 # Hooks that see RLlib's episode objects; the array path (which builds none) is not taken
 # when a user's callbacks define any of them.
-EPISODE_HOOKS = ("on_episode_created", "on_episode_start", "on_episode_step", "on_episode_end", "on_sample_end")
+EPISODE_HOOKS = (
+    "on_episode_created",
+    "on_episode_start",
+    "on_episode_step",
+    "on_episode_end",
+    "on_sample_end",
+)
 
 
 class ExpertEnvRunner(MultiAgentEnvRunner):
@@ -44,12 +50,18 @@ class ExpertEnvRunner(MultiAgentEnvRunner):
     interchangeable, and RLlib's runner logs four counters for every slot at every env step
     (about a third of its collection time with 32 slots)."""
 
+    def make_env(self) -> None:
+        with without_gym_env_override_warning():
+            super().make_env()
+
     def sample_trajectories(self, num_episodes: int, layout: FrameLayout) -> list[Trajectory]:
         """The trajectories (one per pair slot) of ``num_episodes`` expert episodes."""
         if not self._can_play_arrays():
             return collect_trajectories(self, num_episodes, layout)
         if self._time_after_sampling is not None:
-            self.metrics.log_value(key=TIME_BETWEEN_SAMPLING, value=time.perf_counter() - self._time_after_sampling)
+            self.metrics.log_value(
+                key=TIME_BETWEEN_SAMPLING, value=time.perf_counter() - self._time_after_sampling
+            )
         self.metrics.log_value(key=WEIGHTS_SEQ_NO, value=self._weights_seq_no, window=1)
         env = self.env.envs[0].unwrapped
         trajectories = []
@@ -67,13 +79,22 @@ class ExpertEnvRunner(MultiAgentEnvRunner):
 
     def _can_play_arrays(self) -> bool:
         env = self.env.envs[0].unwrapped
-        if self.module is None or self.num_envs != 1 or not hasattr(env, "play_expert_episode") or getattr(env, "behaviour", None) != "expert":
+        if (
+            self.module is None
+            or self.num_envs != 1
+            or not hasattr(env, "play_expert_episode")
+            or getattr(env, "behaviour", None) != "expert"
+        ):
             return False
         if self.config.restart_failed_sub_environments or len(self.module.keys()) != 1:
             return False
         if any(getattr(self.config, f"callbacks_{hook}", None) for hook in EPISODE_HOOKS):
             return False
-        return not any(getattr(type(c), hook) is not getattr(RLlibCallback, hook) for c in self._callbacks for hook in EPISODE_HOOKS)
+        return not any(
+            getattr(type(c), hook) is not getattr(RLlibCallback, hook)
+            for c in self._callbacks
+            for hook in EPISODE_HOOKS
+        )
 
     def _log_expert_episode(self, agents: list[str], trajectories: list[Trajectory], seconds: float) -> None:
         """What RLlib's `sample` and `get_metrics` log for one finished multi-agent episode."""
@@ -83,7 +104,9 @@ class ExpertEnvRunner(MultiAgentEnvRunner):
         returns = {agent: float(t.reward.sum()) for agent, t in zip(agents, trajectories)}
         episode_return = sum(returns.values())
         self.metrics.log_value(NUM_ENV_STEPS_SAMPLED, env_steps, reduce="sum")
-        self.metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, env_steps, reduce="lifetime_sum", with_throughput=True)
+        self.metrics.log_value(
+            NUM_ENV_STEPS_SAMPLED_LIFETIME, env_steps, reduce="lifetime_sum", with_throughput=True
+        )
         self.metrics.log_value(NUM_EPISODES, 1, reduce="sum")
         self.metrics.log_value(NUM_EPISODES_LIFETIME, 1, reduce="lifetime_sum")
         self._log_module_steps(Counter({module_id: agent_steps}))
@@ -100,7 +123,9 @@ class ExpertEnvRunner(MultiAgentEnvRunner):
     def _log_module_steps(self, steps_by_module: Counter) -> None:
         for module_id, steps in steps_by_module.items():
             self.metrics.log_value((NUM_MODULE_STEPS_SAMPLED, module_id), steps, reduce="sum")
-            self.metrics.log_value((NUM_MODULE_STEPS_SAMPLED_LIFETIME, module_id), steps, reduce="lifetime_sum")
+            self.metrics.log_value(
+                (NUM_MODULE_STEPS_SAMPLED_LIFETIME, module_id), steps, reduce="lifetime_sum"
+            )
 
     # Overrides a private method of RLlib's runner (the only place these counters are logged;
     # pinned with the other Ray internals in tests/rllib/test_ray_internals.py);

@@ -27,8 +27,7 @@ from synpo_envs.gridworld import BatchedGridWorld
 from synpo_envs.gridworld.constants import NUM_ACTIONS, NUM_TASKS
 from synpo_envs.gridworld.mazes import resolve_mazes
 
-from rllib_synpo.env.trajectory import Trajectory
-from rllib_synpo.env.trajectory import FrameLayout
+from rllib_synpo.env.trajectory import FrameLayout, Trajectory
 
 PAIRS_ENV_NAME = "synpo_pairs"  # the name it is registered under with Ray Tune
 BEHAVIOURS = ("expert", "policy")
@@ -93,7 +92,9 @@ def pair_env_options(config: dict | None, known_keys: set[str], env_name: str) -
 class SynPoPairsEnv(MultiAgentEnv):
     def __init__(self, config: dict | None = None) -> None:
         super().__init__()
-        config, worker_index, num_workers, self.behaviour, self.epsilon = pair_env_options(config, ENV_CONFIG_KEYS, "SynPoPairsEnv")
+        config, worker_index, num_workers, self.behaviour, self.epsilon = pair_env_options(
+            config, ENV_CONFIG_KEYS, "SynPoPairsEnv"
+        )
         num_slots = int(config.get("num_slots", DEFAULT_NUM_SLOTS))
         gridworld = dict(config.get("gridworld", {}))
         pairs = config.get("pairs")
@@ -164,7 +165,9 @@ class SynPoPairsEnv(MultiAgentEnv):
         it (the same random draws, so the same records RLlib's env runner makes of them), but
         stepped without per-agent dicts: one `Trajectory` per slot, cut to ``layout``."""
         if self.behaviour != "expert":
-            raise ValueError(f"play_expert_episode needs behaviour 'expert', this env's is {self.behaviour!r}")
+            raise ValueError(
+                f"play_expert_episode needs behaviour 'expert', this env's is {self.behaviour!r}"
+            )
         self._reset_slots(seed, None)
         columns: dict[str, list[np.ndarray]] = {key: [] for key in (layout.key, *layout.per_step)}
         expert, executed, rewards, labels = [], [], [], []
@@ -212,7 +215,9 @@ class SynPoPairsEnv(MultiAgentEnv):
         """(num_slots, num_tasks) int8: every configured task's expert action at each slot's
         current state, -1 where the pair is not configured or the state is impossible for it."""
         state = self.batched.state
-        labels, possible = self.batched.grid_spec.task_expert_actions(state.env_id, state.agent, state.treasures)
+        labels, possible = self.batched.grid_spec.task_expert_actions(
+            state.env_id, state.agent, state.treasures
+        )
         return np.where(possible & self._labelled[state.env_id], labels, -1).astype(np.int8)
 
     def _reset_slots(self, seed: int | None, options: dict | None) -> None:

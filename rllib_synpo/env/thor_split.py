@@ -22,7 +22,9 @@ from rllib_synpo.utils.checks import is_int
 CONTAINER_TASKS = tuple(task for task, (obj, _) in enumerate(TASKS) if TASK_OBJECTS[obj] == "Container")
 
 
-def _allowed(num_envs: int, unavailable_tasks: Iterable[int], unavailable_pairs: Iterable[Iterable[int]]) -> np.ndarray:
+def _allowed(
+    num_envs: int, unavailable_tasks: Iterable[int], unavailable_pairs: Iterable[Iterable[int]]
+) -> np.ndarray:
     allowed = np.ones((num_envs, NUM_TASKS), bool)
     for task in unavailable_tasks:
         if not 0 <= int(task) < NUM_TASKS:
@@ -31,7 +33,9 @@ def _allowed(num_envs: int, unavailable_tasks: Iterable[int], unavailable_pairs:
     for pair in unavailable_pairs:
         env, task = (int(v) for v in pair)
         if not (0 <= env < num_envs and 0 <= task < NUM_TASKS):
-            raise SplitError(f"unavailable pair {tuple(pair)} is outside {num_envs} kitchens x {NUM_TASKS} tasks")
+            raise SplitError(
+                f"unavailable pair {tuple(pair)} is outside {num_envs} kitchens x {NUM_TASKS} tasks"
+            )
         allowed[env, task] = False
     return allowed
 

@@ -23,7 +23,11 @@ class CompactEncoder(nn.Module):
     """
 
     def __init__(
-        self, obs_shape: tuple[int, int, int], feature_dim: int = 128, width: int = 32, batch_norm: bool = False
+        self,
+        obs_shape: tuple[int, int, int],
+        feature_dim: int = 128,
+        width: int = 32,
+        batch_norm: bool = False,
     ) -> None:
         super().__init__()
         channels, height, width_px = obs_shape
@@ -134,7 +138,12 @@ class PaperResNetEncoder(nn.Module):
 
 # "thor" reads THOR's (features, held) observation entries (its ``INPUT_KEYS``); the others the
 # gridworld's stacked image "obs".
-ENCODERS = {"compact": CompactEncoder, "dense": DenseEncoder, "paper_resnet": PaperResNetEncoder, "thor": ThorStateEncoder}
+ENCODERS = {
+    "compact": CompactEncoder,
+    "dense": DenseEncoder,
+    "paper_resnet": PaperResNetEncoder,
+    "thor": ThorStateEncoder,
+}
 
 
 def make_encoder(name: str, obs_shape: tuple[int, int, int], feature_dim: int, **kwargs) -> nn.Module:
@@ -143,5 +152,7 @@ def make_encoder(name: str, obs_shape: tuple[int, int, int], feature_dim: int, *
     options = set(inspect.signature(ENCODERS[name]).parameters) - {"obs_shape", "feature_dim"}
     unknown = sorted(set(kwargs) - options)
     if unknown:
-        raise ValueError(f"unknown encoder_kwargs {unknown} for encoder {name!r}; it takes {sorted(options) or 'none'}")
+        raise ValueError(
+            f"unknown encoder_kwargs {unknown} for encoder {name!r}; it takes {sorted(options) or 'none'}"
+        )
     return ENCODERS[name](obs_shape, feature_dim=feature_dim, **kwargs)

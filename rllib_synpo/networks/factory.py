@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from torch import nn
 
-from rllib_synpo.utils.checks import POSITIVE_INT, check_settings
 from rllib_synpo.networks.mlp import MLPNetwork
 from rllib_synpo.networks.modulenet import ModuleNetwork
 from rllib_synpo.networks.mtl import MTLNetwork
 from rllib_synpo.networks.sf import SuccessorFeatureNetwork
 from rllib_synpo.networks.synpo import SynPoNetwork
+from rllib_synpo.utils.checks import POSITIVE_INT, check_settings
 
 NETWORKS: dict[str, type[nn.Module]] = {
     "synpo": SynPoNetwork,
@@ -32,7 +32,9 @@ COEFFICIENT_NETWORKS = ("synpo", "mtl")
 LAYER_SIZE_KEYS = ("feature_dim", "embedding_dim", "basis_dim", "hidden_dim")
 
 
-def make_network(kind: str, *, obs_shape: tuple[int, int, int], num_actions: int, num_envs: int, num_tasks: int, **sizes) -> nn.Module:
+def make_network(
+    kind: str, *, obs_shape: tuple[int, int, int], num_actions: int, num_envs: int, num_tasks: int, **sizes
+) -> nn.Module:
     """The network ``kind`` (one of `NETWORKS`) for these spaces; ``sizes`` are the shared model
     config (encoder, encoder_kwargs, feature_dim, embedding_dim, basis_dim, hidden_dim)."""
     if kind not in NETWORKS:
@@ -40,4 +42,6 @@ def make_network(kind: str, *, obs_shape: tuple[int, int, int], num_actions: int
     # Checked here, where every network is built: a negative size would fail
     # deep in torch and a zero one build an empty layer.
     check_settings({key: sizes.get(key, 1) for key in LAYER_SIZE_KEYS}, {POSITIVE_INT: LAYER_SIZE_KEYS})
-    return NETWORKS[kind](obs_shape=obs_shape, num_actions=num_actions, num_envs=num_envs, num_tasks=num_tasks, **sizes)
+    return NETWORKS[kind](
+        obs_shape=obs_shape, num_actions=num_actions, num_envs=num_envs, num_tasks=num_tasks, **sizes
+    )

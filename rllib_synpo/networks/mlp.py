@@ -65,7 +65,9 @@ class MLPNetwork(nn.Module):
             logits=logits,
             reward=self.reward_head(inputs),
             sa_features=psi.unsqueeze(1).expand(-1, logits.shape[-1], -1),
-            value=self.value_head(inputs.detach()).squeeze(-1),  # reads the features, never trains them (SynPoOutputs.value)
+            value=self.value_head(inputs.detach()).squeeze(
+                -1
+            ),  # reads the features, never trains them (SynPoOutputs.value)
         )
 
     def task_logits(self, sa_features: torch.Tensor, env_id: torch.Tensor) -> torch.Tensor:

@@ -69,13 +69,17 @@ class SuccessorFeatureNetwork(nn.Module):
         psi = self.encoder(obs)
         e_env, e_task = self.env_embedding(env_id), self.task_embedding(task_id)
         features = torch.einsum("nf,afk->nak", psi, self.feature_basis)  # phi(s, a)
-        successor = self.successor(torch.cat([psi, e_env], dim=-1)).view(len(psi), self.num_actions, self.basis_dim)
+        successor = self.successor(torch.cat([psi, e_env], dim=-1)).view(
+            len(psi), self.num_actions, self.basis_dim
+        )
         w = self.task_weights(e_task)
         return SynPoOutputs(
             logits=torch.einsum("nak,nk->na", successor, w),  # Q(s, a)
             reward=torch.einsum("nak,nk->na", features, w),
             sa_features=successor,
-            value=self.value_head(torch.cat([psi, e_env, e_task], dim=-1).detach()).squeeze(-1),  # reads the features, never trains them (SynPoOutputs.value)
+            value=self.value_head(torch.cat([psi, e_env, e_task], dim=-1).detach()).squeeze(
+                -1
+            ),  # reads the features, never trains them (SynPoOutputs.value)
             extras={"features": features, "task_weights": w},
         )
 

@@ -57,7 +57,11 @@ class ProductCoefficients(nn.Module):
 
 COEFFICIENT_FUNCTIONS = ("mlp", "product")  # "mlp": the paper's
 # The coefficient options of `SynPoNetwork` (and MTL) and their defaults: the paper's.
-COEFFICIENT_DEFAULTS = {"coefficient_function": "mlp", "coefficient_dropout": 0.0, "normalize_embeddings": False}
+COEFFICIENT_DEFAULTS = {
+    "coefficient_function": "mlp",
+    "coefficient_dropout": 0.0,
+    "normalize_embeddings": False,
+}
 
 
 def changed_coefficient_options(options: dict) -> dict:
@@ -65,7 +69,9 @@ def changed_coefficient_options(options: dict) -> dict:
     return {key: value for key, value in options.items() if value != COEFFICIENT_DEFAULTS[key]}
 
 
-def pair_grid(num_envs: int, num_tasks: int, device: torch.device | str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def pair_grid(
+    num_envs: int, num_tasks: int, device: torch.device | str | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(env ids, task ids), each (num_envs, num_tasks): every (env, task) pair."""
     return torch.meshgrid(
         torch.arange(num_envs, device=device), torch.arange(num_tasks, device=device), indexing="ij"
@@ -130,7 +136,9 @@ class SynPoNetwork(nn.Module):
 
     def coefficients(self, env_id: torch.Tensor, task_id: torch.Tensor) -> torch.Tensor:
         """[e_task; e_env] for every row (the input of alpha and beta)."""
-        return torch.cat([self.embed(self.task_embedding, task_id), self.embed(self.env_embedding, env_id)], dim=-1)
+        return torch.cat(
+            [self.embed(self.task_embedding, task_id), self.embed(self.env_embedding, env_id)], dim=-1
+        )
 
     def forward(self, obs: torch.Tensor, env_id: torch.Tensor, task_id: torch.Tensor) -> SynPoOutputs:
         psi = self.encoder(obs)
@@ -139,7 +147,9 @@ class SynPoNetwork(nn.Module):
         coefficient_inputs = self.coefficient_dropout(embeddings)
         logits = torch.einsum("nak,nk->na", sa, self.alpha(coefficient_inputs)) + self.policy_bias
         reward = torch.einsum("nak,nk->na", sa, self.beta(coefficient_inputs)) + self.reward_bias
-        value = self.value_head(torch.cat([psi, embeddings], dim=-1).detach()).squeeze(-1)  # reads the features, never trains them (SynPoOutputs.value)
+        value = self.value_head(torch.cat([psi, embeddings], dim=-1).detach()).squeeze(
+            -1
+        )  # reads the features, never trains them (SynPoOutputs.value)
         return SynPoOutputs(logits=logits, reward=reward, sa_features=sa, value=value)
 
     def pair_coefficients(self, device: torch.device | str | None = None) -> torch.Tensor:

@@ -51,13 +51,18 @@ class ThorStateEncoder(nn.Module):
         layers: list[nn.Module] = []
         inputs = feature_size
         for _ in range(NUM_TIME_CONVS):
-            layers += [nn.Conv1d(inputs, channels, TIME_KERNEL, stride=TIME_STRIDE, padding=TIME_PADDING), nn.ReLU()]
+            layers += [
+                nn.Conv1d(inputs, channels, TIME_KERNEL, stride=TIME_STRIDE, padding=TIME_PADDING),
+                nn.ReLU(),
+            ]
             inputs = channels
         self.convs = nn.Sequential(*layers, nn.Flatten())
         with torch.no_grad():
             flat = self.convs(torch.zeros(1, feature_size, frames)).shape[1]  # 1024 for 4 frames
         self.held_embedding = nn.Embedding(num_held, held_dim)
-        self.head = nn.Sequential(nn.Linear(flat + held_dim, hidden_dim), nn.ReLU(), nn.Linear(hidden_dim, feature_dim))
+        self.head = nn.Sequential(
+            nn.Linear(flat + held_dim, hidden_dim), nn.ReLU(), nn.Linear(hidden_dim, feature_dim)
+        )
         self.feature_dim = feature_dim
 
     def forward(self, obs: Mapping[str, torch.Tensor]) -> torch.Tensor:

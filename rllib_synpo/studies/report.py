@@ -26,7 +26,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
 from synpo_envs.gridworld.constants import DEFAULT_WINDOW
 
 from rllib_synpo.checkpoint import MATRIX_FILE, META_FILE, SUMMARY_FILE, TRIAL_EVALUATION, TRIAL_PARAMS
@@ -322,8 +321,7 @@ def short_names(keys: Sequence[str], taken: Iterable[str] = (SEED_KEY,)) -> dict
         for length in range(1, len(path) + 1):
             name = "/".join(path[-length:])
             clash = any(
-                other != key and other_path[-length:] == path[-length:]
-                for other, other_path in parts.items()
+                other != key and other_path[-length:] == path[-length:] for other, other_path in parts.items()
             )
             if not clash and name not in taken:
                 break
@@ -596,9 +594,13 @@ def markdown_table(groups: Sequence[Group]) -> list[str]:
     ]
     for group in groups:
         cells = [
-            group.label, str(len(group.trials)), format_seeds(group.seeds),
-            format_mean_std(group.avgsr("seen")), paper_cell(group.paper, "seen"),
-            format_mean_std(group.avgsr("unseen")), paper_cell(group.paper, "unseen"),
+            group.label,
+            str(len(group.trials)),
+            format_seeds(group.seeds),
+            format_mean_std(group.avgsr("seen")),
+            paper_cell(group.paper, "seen"),
+            format_mean_std(group.avgsr("unseen")),
+            paper_cell(group.paper, "unseen"),
             group.paper.name if group.paper else MISSING,
             format_number(group.states_trained_mean(), ",.0f"),
             format_number(group.train_minutes_mean(), ".1f"),
@@ -641,13 +643,19 @@ def setup_lines(study: Study) -> list[str]:
         f"- Seeds: {format_seeds(all_seeds)}",
         f"- Evaluation episodes per pair: {summary_values(evaluated, 'episodes_per_pair')}",
         f"- Evaluation policy: {summary_values(evaluated, 'policy')}",
-        ("- AvgSR: success rate over the pairs in percent, mean ± sample std (ddof 1) over a group's "
-        "seeds; one seed shows the mean alone"),
-        ("- States trained: the last learners/__all_modules__/num_module_steps_trained_lifetime of "
-        "the trial's results, mean over a group's trials; training minutes: the last time_total_s / 60"),
-        ("- Paper: SynPo (NeurIPS 2018) supplement, 144/256 split, mean ± std over 3 seeds; only for "
-        "groups in the paper's setting (its networks and window, the 144/256 random split, "
-        "default l2/l3)"),
+        (
+            "- AvgSR: success rate over the pairs in percent, mean ± sample std (ddof 1) over a group's "
+            "seeds; one seed shows the mean alone"
+        ),
+        (
+            "- States trained: the last learners/__all_modules__/num_module_steps_trained_lifetime of "
+            "the trial's results, mean over a group's trials; training minutes: the last time_total_s / 60"
+        ),
+        (
+            "- Paper: SynPo (NeurIPS 2018) supplement, 144/256 split, mean ± std over 3 seeds; only for "
+            "groups in the paper's setting (its networks and window, the 144/256 random split, "
+            "default l2/l3)"
+        ),
     ]
     if study.notes:
         lines += ["- Notes:", *(f"  - {note}" for note in study.notes)]
@@ -670,16 +678,28 @@ def write_markdown(study: Study, path: Path) -> Path:
 
 
 CSV_COLUMNS = (
-    "group", "trials", "seeds", "seen_mean", "seen_std", "unseen_mean", "unseen_std",
-    "paper_seen", "paper_seen_std", "paper_unseen", "paper_unseen_std",
-    "states_trained_mean", "train_minutes_mean",
+    "group",
+    "trials",
+    "seeds",
+    "seen_mean",
+    "seen_std",
+    "unseen_mean",
+    "unseen_std",
+    "paper_seen",
+    "paper_seen_std",
+    "paper_unseen",
+    "paper_unseen_std",
+    "states_trained_mean",
+    "train_minutes_mean",
 )
 
 
 def csv_row(group: Group) -> dict[str, Any]:
     """One group's numbers; "" where there is none (pandas reads it as NaN)."""
     row: dict[str, Any] = {
-        "group": group.label, "trials": len(group.trials), "seeds": format_seeds(group.seeds, " "),
+        "group": group.label,
+        "trials": len(group.trials),
+        "seeds": format_seeds(group.seeds, " "),
     }
     for part in PARTS:
         stat = group.avgsr(part)
@@ -719,9 +739,9 @@ def curve_band(curves: Sequence[pd.DataFrame], part: str) -> tuple[np.ndarray, n
     length = min(len(c) for c in curves)
     minutes = np.mean([c[TIME_COLUMN].to_numpy(float)[:length] for c in curves], axis=0) / 60.0
     column = EVAL_COLUMNS[part]
-    values = 100.0 * np.array([
-        c[column].to_numpy(float)[:length] if column in c else np.full(length, np.nan) for c in curves
-    ])
+    values = 100.0 * np.array(
+        [c[column].to_numpy(float)[:length] if column in c else np.full(length, np.nan) for c in curves]
+    )
     std = values.std(axis=0, ddof=1) if len(curves) > 1 else None
     return minutes, values.mean(axis=0), std
 
@@ -794,7 +814,7 @@ def plot_heatmaps(groups: Sequence[Group], path: Path, title: str) -> Path:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.title.set_fontsize(9)
-    for ax in list(axes.flat)[len(shown):]:
+    for ax in list(axes.flat)[len(shown) :]:
         ax.axis("off")
     if image is not None:
         fig.colorbar(image, ax=axes, label="success rate % (seen pairs boxed)")

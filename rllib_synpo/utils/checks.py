@@ -2,6 +2,7 @@
 factory (Ray-free): a bad value is refused up front with its name, what was expected and the
 value, instead of failing deep in a run or running without meaning (a zero batch, an epsilon of 2).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
@@ -26,7 +27,9 @@ NON_NEGATIVE_INT: Rule = ("an integer >= 0", lambda v: is_int(v) and v >= 0)
 def _is_schedule(value: object) -> bool:
     """``[[0, v0], [t1, v1], ...]``: increasing timesteps from 0, every value a number > 0."""
     points = value if isinstance(value, (list, tuple)) else ()
-    if not points or not all(isinstance(p, (list, tuple)) and len(p) == 2 and all(map(is_number, p)) for p in points):
+    if not points or not all(
+        isinstance(p, (list, tuple)) and len(p) == 2 and all(map(is_number, p)) for p in points
+    ):
         return False
     steps = [p[0] for p in points]
     return steps[0] == 0 and steps == sorted(steps) and all(p[1] > 0 for p in points)
@@ -35,7 +38,10 @@ def _is_schedule(value: object) -> bool:
 # RLlib's ``lr``: a number or a piecewise-linear schedule. PyYAML reads 2e-05 (no dot) as a
 # string, which RLlib would only trip over once a run passes the schedule's last point.
 LEARNING_RATE: Rule = (
-    "a number > 0 or a schedule [[0, lr], [timestep, lr], ...] of numbers (YAML reads 2e-05 as a string: write 2.0e-05)",
+    (
+        "a number > 0 or a schedule [[0, lr], [timestep, lr], ...] of numbers "
+        "(YAML reads 2e-05 as a string: write 2.0e-05)"
+    ),
     lambda v: (is_number(v) and v > 0) or _is_schedule(v),
 )
 
@@ -52,7 +58,9 @@ def optional(rule: Rule) -> Rule:
     return f"None or {expected}", lambda v: v is None or ok(v)
 
 
-def bad_setting(values: Mapping[str, object], rules: Mapping[Rule, Iterable[str]], *, quote: str = "") -> str | None:
+def bad_setting(
+    values: Mapping[str, object], rules: Mapping[Rule, Iterable[str]], *, quote: str = ""
+) -> str | None:
     """The error for the first setting named in ``rules`` whose value in ``values`` (a config's
     ``vars``) breaks its rule, or None; ``quote`` wraps the name (RLlib's configs write `name`)."""
     for (expected, ok), names in rules.items():

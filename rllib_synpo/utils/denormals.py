@@ -12,9 +12,10 @@ each thread, and a new thread inherits it from the one that starts it, so SynPo 
 its networks compute, before torch starts its OpenMP threads there: `SynPo.setup` and
 `SynPoPPO.setup` (the trial's process, which hosts the local learner and env runner), the
 learners' ``build`` (remote learners), the PPO env runners, adaptation and evaluation.
-Importing the package changes nothing. Threads started earlier may keep their mode (one-off script, the same VM: a float32 product of 4,096 x 128 inputs and
-512 x 128 denormal weights took 796 ms unflushed, 448 ms with the mode set after torch's
-threads had started, 8 ms set before). TensorFlow sets the same mode in its thread pools.
+Importing the package changes nothing. Threads started earlier may keep their mode (one-off
+script, the same VM: a float32 product of 4,096 x 128 inputs and 512 x 128 denormal weights
+took 796 ms unflushed, 448 ms with the mode set after torch's threads had started, 8 ms set
+before). TensorFlow sets the same mode in its thread pools.
 A process whose other code needs denormals sets ``RLLIB_SYNPO_FLUSH_DENORMALS=0`` (Ray's workers
 started from it inherit the variable).
 """
@@ -37,7 +38,10 @@ def flush_denormals_wanted() -> bool:
     """Whether SynPo should flush denormals: ``RLLIB_SYNPO_FLUSH_DENORMALS`` unset or 1."""
     value = os.environ.get(FLUSH_DENORMALS_VARIABLE, "1").strip()
     if value not in FLUSH_DENORMALS_VALUES:
-        raise DenormalsSettingError(f"{FLUSH_DENORMALS_VARIABLE}={value!r}: expected 1 (flush denormals to zero, the default) or 0 (leave the float mode alone)")
+        raise DenormalsSettingError(
+            f"{FLUSH_DENORMALS_VARIABLE}={value!r}: expected 1 (flush denormals to zero, the default) "
+            "or 0 (leave the float mode alone)"
+        )
     return FLUSH_DENORMALS_VALUES[value]
 
 

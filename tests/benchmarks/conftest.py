@@ -26,12 +26,16 @@ def module_checkpoint(tmp_path):
         env = BatchedGridWorld(1)
         model_config = {**TINY_MODEL, **model_config}
         module = RLModuleSpec(
-            module_class=SynPoTorchRLModule, observation_space=env.single_observation_space,
-            action_space=gym.spaces.Discrete(env.single_action_space.n), model_config=model_config,
+            module_class=SynPoTorchRLModule,
+            observation_space=env.single_observation_space,
+            action_space=gym.spaces.Discrete(env.single_action_space.n),
+            model_config=model_config,
         ).build()
         path = tmp_path / "checkpoint"
         module.save_to_path(path / MODULE_COMPONENT)
-        write_meta(path, split=random_split().to_dict(), gridworld={}, model_config=check_model_config(model_config))
+        write_meta(
+            path, split=random_split().to_dict(), gridworld={}, model_config=check_model_config(model_config)
+        )
         return path
 
     return write
@@ -42,8 +46,12 @@ def tiny_experiment(tmp_path):
     """An experiment file with one tiny `SynPo` experiment (seconds per iteration)."""
     experiment = tmp_path / "tiny.yaml"
     config = {
-        "seed": 1, "states_per_update": 16, "updates_per_iteration": 2, "warmup_trajectories": 4,
-        "model_config": TINY_MODEL, "env_config": {"num_slots": 4, "gridworld": {"max_steps": 60}},
+        "seed": 1,
+        "states_per_update": 16,
+        "updates_per_iteration": 2,
+        "warmup_trajectories": 4,
+        "model_config": TINY_MODEL,
+        "env_config": {"num_slots": 4, "gridworld": {"max_steps": 60}},
     }
     experiment.write_text(yaml.safe_dump({"tiny": {"run": "SynPo", "env": "synpo_pairs", "config": config}}))
     return experiment

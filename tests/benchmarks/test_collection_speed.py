@@ -14,7 +14,9 @@ def test_prints_both_paths_and_their_ratio(tiny_experiment, capsys):
     (array_states, array_us), (rllib_states, rllib_us) = rows["array path"], rows["RLlib sample"]
     assert int(array_states) > 0 and int(rllib_states) > 0
     ratio = float(lines[4].removeprefix("RLlib sample / array path: ").rstrip("x"))
-    assert ratio == pytest.approx(float(rllib_us) / float(array_us), rel=0.02)  # from the printed, rounded figures
+    assert ratio == pytest.approx(
+        float(rllib_us) / float(array_us), rel=0.02
+    )  # from the printed, rounded figures
 
 
 def test_no_collections_is_refused(tiny_experiment):

@@ -13,8 +13,12 @@ from tests.rllib.conftest import TINY_MODEL
 
 # Iterations of a fraction of a second; a small replay keeps filling it to capacity quick.
 TINY_CONFIG = {
-    "seed": 1, "states_per_update": 16, "updates_per_iteration": 2, "warmup_trajectories": 4,
-    "replay_capacity": 32, "model_config": TINY_MODEL,
+    "seed": 1,
+    "states_per_update": 16,
+    "updates_per_iteration": 2,
+    "warmup_trajectories": 4,
+    "replay_capacity": 32,
+    "model_config": TINY_MODEL,
     "env_config": {"num_slots": 4, "gridworld": {"max_steps": 60}},
 }
 
@@ -50,7 +54,7 @@ def test_prints_rllib_and_bare_rates_and_the_smallest_ratio(experiment_file, cap
     assert header[:3] == ["threads", "updates", "rllib"] and header[-2:] == ["trained/s", "rllib/bare"]
     assert [row[:2] for row in rows] == [["1", "1"], ["1", "3"]]
     ratios = []
-    for threads, updates, trained, collected, share, bare, ratio in rows:
+    for _threads, _updates, trained, collected, share, bare, ratio in rows:
         assert float(trained) > 0 and float(collected) > 0 and float(bare) > 0
         assert 0 < float(share.rstrip("%")) <= 100
         assert abs(float(ratio) - float(trained) / float(bare)) < 0.01
@@ -76,11 +80,14 @@ BAD_INPUT = {
     "updates zero": ({}, ["--updates-per-iteration", "0"], "--updates-per-iteration must be >= 1, got 0"),
     "no state batches": ({"states_per_update": None}, [], "set states_per_update"),
     "two experiments": (
-        {"experiments": {"a": {"run": "SynPo"}, "b": {"run": "SynPo"}}}, [],
+        {"experiments": {"a": {"run": "SynPo"}, "b": {"run": "SynPo"}}},
+        [],
         "expected one experiment, found ['a', 'b']",
     ),
     "not SynPo": (
-        {"experiments": {"p": {"run": "PPO", "env": "CartPole-v1"}}}, [], "expected run: SynPo, got 'PPO'"
+        {"experiments": {"p": {"run": "PPO", "env": "CartPole-v1"}}},
+        [],
+        "expected run: SynPo, got 'PPO'",
     ),
     "bad setting": ({"replay_capacity": 0}, [], "replay_capacity"),
     "missing file": (None, [], "does not exist"),

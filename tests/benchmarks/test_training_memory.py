@@ -6,7 +6,10 @@ from benchmarks.training_memory import main
 
 
 def test_prints_memory_with_the_heap_released_and_kept(tiny_experiment, capsys):
-    assert main(["--experiment", str(tiny_experiment), "--iterations", "4", "--every", "2", "--threads", "1"]) == 0
+    assert (
+        main(["--experiment", str(tiny_experiment), "--iterations", "4", "--every", "2", "--threads", "1"])
+        == 0
+    )
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].split()[:2] == ["iteration", "rss"]
     assert [line.split()[0] for line in lines[2:]] == ["2", "4"]

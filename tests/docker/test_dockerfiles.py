@@ -80,7 +80,8 @@ class Step:
 
 
 def parse_dockerfile(path: Path) -> list[Instruction]:
-    """Instructions with continuation lines joined; comments inside a continuation dropped (as Docker does)."""
+    """Instructions with continuation lines joined; comments inside a continuation dropped (as Docker
+    does)."""
     instructions: list[Instruction] = []
     buffer, start = "", 0
     for number, raw in enumerate(path.read_text().splitlines(), start=1):
@@ -126,7 +127,11 @@ def build_steps(*dockerfiles: Path) -> list[Step]:
             elif instruction.keyword == "USER":
                 user = instruction.args.split(":")[0]
             elif instruction.keyword == "RUN":
-                steps.append(Step(dockerfile, instruction.line, instruction.args, user in ("0", "root"), dict(variables)))
+                steps.append(
+                    Step(
+                        dockerfile, instruction.line, instruction.args, user in ("0", "root"), dict(variables)
+                    )
+                )
     return steps
 
 
@@ -160,7 +165,10 @@ def local_index_url() -> str:
     configured = os.environ.get("PIP_EXTRA_INDEX_URL", "").split()
     if not configured:
         result = subprocess.run(
-            [sys.executable, "-m", "pip", "config", "get", "global.extra-index-url"], check=False, capture_output=True, text=True
+            [sys.executable, "-m", "pip", "config", "get", "global.extra-index-url"],
+            check=False,
+            capture_output=True,
+            text=True,
         )
         configured = result.stdout.split() if result.returncode == 0 else []
     return configured[0] if configured else "https://pypi.org/simple"
@@ -170,7 +178,10 @@ def run(command, *, timeout: float = 300, check: bool = True, **kwargs) -> subpr
     result = subprocess.run(command, check=False, capture_output=True, text=True, timeout=timeout, **kwargs)
     if check and result.returncode != 0:
         shown = command if isinstance(command, str) else shlex.join(map(str, command))
-        pytest.fail(f"{shown}\nexit {result.returncode}\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}", pytrace=False)
+        pytest.fail(
+            f"{shown}\nexit {result.returncode}\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}",
+            pytrace=False,
+        )
     return result
 
 
@@ -183,7 +194,9 @@ def dockerignore_patterns() -> list[re.Pattern]:
         line = line.strip()
         if not line or line.startswith("#"):
             continue
-        assert not line.startswith("!"), "exceptions (!) in .dockerignore: the tests' context copy does not handle them"
+        assert not line.startswith("!"), (
+            "exceptions (!) in .dockerignore: the tests' context copy does not handle them"
+        )
         regex = ""
         for part in re.split(r"(\*\*/|\*\*|\*|\?)", line.strip("/")):
             regex += {"**/": "(.*/)?", "**": ".*", "*": "[^/]*", "?": "[^/]"}.get(part, re.escape(part))
@@ -235,7 +248,11 @@ class VenvBuild:
         self.borrow_dependencies = borrow_dependencies
 
     def env(self, step_variables: dict[str, str]) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PIP_USER", "PIP_REQUIRE_VIRTUALENV")}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("PYTHONPATH", "PYTHONHOME", "PIP_USER", "PIP_REQUIRE_VIRTUALENV")
+        }
         env.update({k: v for k, v in step_variables.items() if k not in CONTAINER_PATH_VARIABLES})
         env["VIRTUAL_ENV"] = str(self.venv)
         env["PATH"] = f"{self.venv / 'bin'}{os.pathsep}{self.shim}{os.pathsep}{os.environ.get('PATH', '')}"
@@ -251,12 +268,25 @@ class VenvBuild:
         if dry_run and "--no-deps" not in command:
             report = self.reports / f"{step.dockerfile.name}-{step.line}.json"
             command = command.replace("pip install ", f"pip install --dry-run --report {report} ", 1)
-        result = run(["bash", "-c", command], cwd=self.context, env=self.env(step.env), check=False, timeout=1500)
+        result = run(
+            ["bash", "-c", command], cwd=self.context, env=self.env(step.env), check=False, timeout=1500
+        )
         if result.returncode != 0:
-            pytest.fail(f"{step}\nexit {result.returncode}\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}", pytrace=False)
+            pytest.fail(
+                f"{step}\nexit {result.returncode}\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}",
+                pytrace=False,
+            )
         if step.command.startswith("python -m venv") and self.borrow_dependencies:
-            purelib = run([self.venv / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
-            (Path(purelib) / "_borrowed_dependencies.pth").write_text("".join(f"{p}\n" for p in site.getsitepackages()))
+            purelib = run(
+                [
+                    self.venv / "bin" / "python",
+                    "-c",
+                    "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+                ]
+            ).stdout.strip()
+            (Path(purelib) / "_borrowed_dependencies.pth").write_text(
+                "".join(f"{p}\n" for p in site.getsitepackages())
+            )
         return result
 
     def report(self, step: Step) -> dict[str, str]:
@@ -292,11 +322,15 @@ def check_installed_package(build: VenvBuild, tmp_path: Path) -> None:
     )
     result = run([build.bin("python"), "-c", probe], cwd=tmp_path, env=build.env({}))
     for path in result.stdout.split():
-        assert Path(path).is_relative_to(build.venv), f"imported {path}, not the package installed in the venv"
+        assert Path(path).is_relative_to(build.venv), (
+            f"imported {path}, not the package installed in the venv"
+        )
     # The THOR image's entrypoint with a display given (so no Xvfb): the same rllib.
     thor_command = entrypoint_and_cmd(THOR_DOCKERFILE)
     assert thor_command[1:] == command
-    result = run([str(ENTRY_SCRIPT), *thor_command[1:]], cwd=build.context, env={**build.env({}), "DISPLAY": ":0"})
+    result = run(
+        [str(ENTRY_SCRIPT), *thor_command[1:]], cwd=build.context, env={**build.env({}), "DISPLAY": ":0"}
+    )
     assert result.stdout.startswith("usage: rllib")
 
 
@@ -320,7 +354,9 @@ def test_thor_entry_script_is_valid_and_shellcheck_clean():
 def test_dockerfiles_shape():
     cpu = parse_dockerfile(CPU_DOCKERFILE)
     base = next(i.args for i in cpu if i.keyword == "FROM")
-    assert re.fullmatch(r"python:\d+\.\d+\.\d+-slim(-\w+)?", base), f"base image not pinned to a version tag: {base}"
+    assert re.fullmatch(r"python:\d+\.\d+\.\d+-slim(-\w+)?", base), (
+        f"base image not pinned to a version tag: {base}"
+    )
     # Layer caching: the dependencies install before the source is copied in.
     copies = [i for i in cpu if i.keyword == "COPY"]
     assert copies[-1].args.endswith(". ."), "the source (COPY . .) should be the last COPY"
@@ -341,9 +377,13 @@ def test_root_steps_are_system_setup_and_user_steps_are_python():
     for step in steps:
         words = set(command_words(step.command))
         if step.root:
-            assert words <= ROOT_COMMANDS, f"{step}: root steps should only set up the system ({words - ROOT_COMMANDS})"
+            assert words <= ROOT_COMMANDS, (
+                f"{step}: root steps should only set up the system ({words - ROOT_COMMANDS})"
+            )
         else:
-            assert words <= USER_COMMANDS, f"{step}: user steps should be python/pip ({words - USER_COMMANDS})"
+            assert words <= USER_COMMANDS, (
+                f"{step}: user steps should be python/pip ({words - USER_COMMANDS})"
+            )
     assert sum(not s.root for s in steps) >= 4
 
 
@@ -364,9 +404,17 @@ def test_build_context_has_what_the_images_copy_and_not_the_rest():
             for source in sources:
                 if source == ".":
                     continue
-                assert source in files, f"{dockerfile.name}:{instruction.line}: {source} is not in the build context"
+                assert source in files, (
+                    f"{dockerfile.name}:{instruction.line}: {source} is not in the build context"
+                )
     # What the package build reads (setup.cfg's long_description and package data).
-    for needed in ("README.md", "setup.cfg", "pyproject.toml", "requirements.txt", "tuned_examples/synpo_gridworld.yaml"):
+    for needed in (
+        "README.md",
+        "setup.cfg",
+        "pyproject.toml",
+        "requirements.txt",
+        "tuned_examples/synpo_gridworld.yaml",
+    ):
         assert needed in files
     assert any(f.startswith("envs/gridworld/maze_data/") for f in files)
 
@@ -383,7 +431,17 @@ def test_package_requirements_match_setuptools():
     assert package_requirements.read_requirements(REPO / "setup.cfg", []) == expected["install_requires"]
     with_thor = package_requirements.read_requirements(REPO / "setup.cfg", ["thor"])
     assert with_thor == expected["install_requires"] + expected["extras_require"]["thor"]
-    result = run([sys.executable, str(DOCKER / "package_requirements.py"), "--setup-cfg", str(REPO / "setup.cfg"), "--extra", "nope"], check=False)
+    result = run(
+        [
+            sys.executable,
+            str(DOCKER / "package_requirements.py"),
+            "--setup-cfg",
+            str(REPO / "setup.cfg"),
+            "--extra",
+            "nope",
+        ],
+        check=False,
+    )
     assert result.returncode != 0 and "no extra 'nope'" in result.stderr
 
 
@@ -453,7 +511,11 @@ def test_all_image_steps_run_in_an_empty_venv(tmp_path):
     torch_version = run([build.bin("python"), "-c", "import torch; print(torch.__version__)"]).stdout.strip()
     assert torch_version.split("+")[0] == pinned_torch()
     check_installed_package(build, tmp_path)
-    run([build.bin("python"), "-c", "import ai2thor.controller, ai2thor.platform"], cwd=tmp_path, env=build.env({}))
+    run(
+        [build.bin("python"), "-c", "import ai2thor.controller, ai2thor.platform"],
+        cwd=tmp_path,
+        env=build.env({}),
+    )
     run([build.bin("pip"), "check"], env=build.env({}))
 
 
@@ -487,8 +549,16 @@ def _free_display() -> int:
 
 
 def _run_entry(env: dict[str, str], *command: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    """Run the entry script in its own process group, and end that group after (Xvfb stays behind it, as in a container)."""
-    process = subprocess.Popen([str(ENTRY_SCRIPT), *command], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    """Run the entry script in its own process group, and end that group after (Xvfb stays behind
+    it, as in a container)."""
+    process = subprocess.Popen(
+        [str(ENTRY_SCRIPT), *command],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         stdout, stderr = process.communicate(timeout=timeout)
     finally:
@@ -508,7 +578,12 @@ def fake_xvfb(tmp_path):
     xvfb.chmod(0o755)
     log = tmp_path / "xvfb-args"
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "AI2THOR_PLATFORM")}
-    env.update(PATH=f"{bin_dir}{os.pathsep}{env['PATH']}", FAKE_XVFB_LOG=str(log), TMPDIR=str(tmp_path), XVFB_DISPLAY=str(_free_display()))
+    env.update(
+        PATH=f"{bin_dir}{os.pathsep}{env['PATH']}",
+        FAKE_XVFB_LOG=str(log),
+        TMPDIR=str(tmp_path),
+        XVFB_DISPLAY=str(_free_display()),
+    )
     return env, log
 
 
@@ -582,8 +657,15 @@ def test_cluster_yaml_passes_rays_own_validation():
     assert docker["image"].endswith("rllib-synpo:cluster") and docker["container_name"]
     # The launcher starts the container with `bash`: the image's entrypoint must be cleared.
     assert any(shlex.split(option) == ["--entrypoint="] for option in docker["run_options"])
-    assert config["setup_commands"] == [] and config["head_setup_commands"] == [] and config["worker_setup_commands"] == []
-    assert any("ray start --head" in c and "--autoscaling-config=~/ray_bootstrap_config.yaml" in c for c in config["head_start_ray_commands"])
+    assert (
+        config["setup_commands"] == []
+        and config["head_setup_commands"] == []
+        and config["worker_setup_commands"] == []
+    )
+    assert any(
+        "ray start --head" in c and "--autoscaling-config=~/ray_bootstrap_config.yaml" in c
+        for c in config["head_start_ray_commands"]
+    )
     assert any("ray start --address=$RAY_HEAD_IP:6379" in c for c in config["worker_start_ray_commands"])
     assert config["head_node_type"] in config["available_node_types"]
     # The image tag it names is the one docker/README.md builds with the cluster extras.

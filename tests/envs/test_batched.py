@@ -8,7 +8,12 @@ from synpo_envs.gridworld import BatchedGridWorld, GridWorld
 @pytest.mark.parametrize("window, frame_stack", [(1, 4), (0, 2), (3, 1)])
 def test_slot_i_replays_single_env_seeded_with_seed_plus_i(window, frame_stack):
     n, seed, steps = 6, 11, 250
-    kwargs = dict(window=window, frame_stack=frame_stack, max_steps=60, pairs=[(e, t) for e in range(5) for t in range(7)])
+    kwargs = dict(
+        window=window,
+        frame_stack=frame_stack,
+        max_steps=60,
+        pairs=[(e, t) for e in range(5) for t in range(7)],
+    )
     batched = BatchedGridWorld(n, **kwargs)
     singles = [GridWorld(**kwargs) for _ in range(n)]
     obs_b, info_b = batched.reset(seed=seed)
@@ -20,7 +25,9 @@ def test_slot_i_replays_single_env_seeded_with_seed_plus_i(window, frame_stack):
             for key in ("obs", "env_id", "task_id"):
                 assert np.array_equal(obs_b[key][i], obs_s[i][key])
         # Mostly expert actions (so episodes end by success), some random ones.
-        actions = np.where(action_rng.random(n) < 0.2, action_rng.integers(5, size=n), info_b["expert_action"])
+        actions = np.where(
+            action_rng.random(n) < 0.2, action_rng.integers(5, size=n), info_b["expert_action"]
+        )
         obs_b, reward, terminated, truncated, info_b = batched.step(actions)
         for i, env in enumerate(singles):
             obs_i, reward_i, term_i, trunc_i, info_i = env.step(int(actions[i]))
@@ -38,7 +45,7 @@ def test_slot_i_replays_single_env_seeded_with_seed_plus_i(window, frame_stack):
 def test_episode_statistics_and_autoreset():
     env = BatchedGridWorld(8, max_steps=5)
     obs, _ = env.reset(seed=0)
-    for step in range(5):
+    for _step in range(5):
         obs, reward, terminated, truncated, info = env.step(np.zeros(8, dtype=int))
     done = terminated | truncated
     assert done.all() and np.array_equal(info["_episode"], done)

@@ -46,9 +46,21 @@ def test_expert_statistics_over_many_episodes():
 def test_expert_ties_follow_action_order():
     env = GridWorld()
     # Target diagonal from the agent inside an open room: both up and left shorten the path.
-    env.reset(options={"pair": (0, 0), "agent_pos": (3, 3), "treasure_pos": [(2, 2), (4, 4), (1, 1), (1, 4), (4, 1)]})
+    env.reset(
+        options={
+            "pair": (0, 0),
+            "agent_pos": (3, 3),
+            "treasure_pos": [(2, 2), (4, 4), (1, 1), (1, 4), (4, 1)],
+        }
+    )
     assert env.expert_action() == 0  # up before left
-    env.reset(options={"pair": (0, 0), "agent_pos": (3, 3), "treasure_pos": [(4, 2), (1, 4), (1, 1), (2, 4), (4, 1)]})
+    env.reset(
+        options={
+            "pair": (0, 0),
+            "agent_pos": (3, 3),
+            "treasure_pos": [(4, 2), (1, 4), (1, 1), (2, 4), (4, 1)],
+        }
+    )
     assert env.expert_action() == 1  # down before left
 
 
@@ -74,9 +86,14 @@ def test_expert_labels_for_every_task_at_a_state():
     for _ in range(40):
         state = env.state
         labels, possible = env.grid_spec.task_expert_actions(state.env_id, state.agent, state.treasures)
-        assert labels.shape == (64, 20) and labels.dtype == np.int64 and labels.min() >= 0 and labels.max() < 5
+        assert (
+            labels.shape == (64, 20) and labels.dtype == np.int64 and labels.min() >= 0 and labels.max() < 5
+        )
         rows = np.arange(64)
-        assert np.array_equal(labels[rows, state.task_id], info["expert_action"]) and possible[rows, state.task_id].all()
+        assert (
+            np.array_equal(labels[rows, state.task_id], info["expert_action"])
+            and possible[rows, state.task_id].all()
+        )
         second_gone = state.treasures[:, TASK_COLOURS[:, 1]] < 0
         assert np.array_equal(possible, ~second_gone)
         _, _, _, _, info = env.step(info["expert_action"])

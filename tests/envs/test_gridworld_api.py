@@ -16,7 +16,9 @@ from synpo_envs.gridworld import BatchedGridWorld, GridWorld
 @pytest.mark.parametrize("frame_stack", [1, 4])
 @pytest.mark.parametrize("agent_channel", [False, True])
 def test_check_env(window, frame_stack, agent_channel):
-    env = GridWorld(window=window, frame_stack=frame_stack, agent_channel=agent_channel, pairs=[(0, 0), (7, 13), (19, 19)])
+    env = GridWorld(
+        window=window, frame_stack=frame_stack, agent_channel=agent_channel, pairs=[(0, 0), (7, 13), (19, 19)]
+    )
     check_env(env, skip_render_check=True)
     assert env.observation_space["obs"].shape == ((3 + agent_channel) * frame_stack, 16, 16)
 

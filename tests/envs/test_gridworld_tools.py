@@ -16,7 +16,18 @@ def _run(*args):
 
 def test_render_command_draws_map_png_and_expert(tmp_path):
     png = tmp_path / "maze.png"
-    out = _run("-m", "synpo_envs.gridworld", "--render", "--env-id", "2", "--task-id", "5", "--png", str(png), "--expert")
+    out = _run(
+        "-m",
+        "synpo_envs.gridworld",
+        "--render",
+        "--env-id",
+        "2",
+        "--task-id",
+        "5",
+        "--png",
+        str(png),
+        "--expert",
+    )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0].startswith("env 2, task 5")
@@ -31,7 +42,10 @@ def test_render_command_draws_map_png_and_expert(tmp_path):
 def test_render_command_rejects_bad_ids_in_one_line():
     out = _run("-m", "synpo_envs.gridworld", "--render", "--task-id", "20")
     assert out.returncode == 2 and "Traceback" not in out.stderr
-    assert out.stderr.strip() == "error: pair (0, 20) out of range: env_id must be in [0, 20) and task_id in [0, 20)"
+    assert (
+        out.stderr.strip()
+        == "error: pair (0, 20) out of range: env_id must be in [0, 20) and task_id in [0, 20)"
+    )
 
 
 def test_write_mazes_command(tmp_path):

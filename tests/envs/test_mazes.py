@@ -33,7 +33,7 @@ def test_builtin_mazes_are_distinct_room_mazes():
 
 def test_text_round_trip_and_start(tmp_path):
     text = builtin_mazes()[4].to_text()
-    text = text[:17 * 2 + 3] + "@" + text[17 * 2 + 4 :]  # line 3, column 4
+    text = text[: 17 * 2 + 3] + "@" + text[17 * 2 + 4 :]  # line 3, column 4
     maze = parse_maze(text)
     assert maze.start == (2, 3) and parse_maze(maze.to_text()) == maze
     path = tmp_path / "mine.txt"
@@ -59,12 +59,15 @@ def _lines():
 @pytest.mark.parametrize(
     "edit, message",
     [
-        (lambda l: l[:15], "expected 16 lines, found 15"),
-        (lambda l: l[:3] + [l[3][:15]] + l[4:], "line 4: expected 16 characters, found 15"),
-        (lambda l: l[:2] + [l[2][:6] + "x" + l[2][7:]] + l[3:], "line 3, column 7: unexpected character 'x'"),
-        (lambda l: [" " + l[0][1:]] + l[1:], "line 1, column 1: the border must be wall"),
-        (lambda l: l[:1] + ["#@@" + l[1][3:]] + l[2:], "line 2, column 3: a second start"),
-        (lambda l: l[:1] + ["#" + "#" * 14 + "#"] + l[2:5] + ["#" * 16] * 11, "not connected"),
+        (lambda lines: lines[:15], "expected 16 lines, found 15"),
+        (lambda lines: lines[:3] + [lines[3][:15]] + lines[4:], "line 4: expected 16 characters, found 15"),
+        (
+            lambda lines: lines[:2] + [lines[2][:6] + "x" + lines[2][7:]] + lines[3:],
+            "line 3, column 7: unexpected character 'x'",
+        ),
+        (lambda lines: [" " + lines[0][1:]] + lines[1:], "line 1, column 1: the border must be wall"),
+        (lambda lines: lines[:1] + ["#@@" + lines[1][3:]] + lines[2:], "line 2, column 3: a second start"),
+        (lambda lines: lines[:1] + ["#" + "#" * 14 + "#"] + lines[2:5] + ["#" * 16] * 11, "not connected"),
     ],
 )
 def test_malformed_maze_files_name_file_line_and_column(tmp_path, edit, message):

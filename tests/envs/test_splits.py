@@ -75,7 +75,10 @@ def test_impossible_requests_are_explained(kwargs, message):
         ({"num_envs": 2, "seen": [[0, 1]]}, "num_tasks"),
         ({"num_envs": 2, "num_tasks": 2, "seen": [["a", 1]]}, "not \\(env_id, task_id\\)"),
         ({"num_envs": 2, "num_tasks": 2, "seen": [[True, 1]]}, "not \\(env_id, task_id\\)"),
-        ({"num_envs": True, "num_tasks": 2, "seen": [[0, 1]]}, "num_envs must be a positive integer, got True"),
+        (
+            {"num_envs": True, "num_tasks": 2, "seen": [[0, 1]]},
+            "num_envs must be a positive integer, got True",
+        ),
     ],
 )
 def test_malformed_split_files_are_named(tmp_path, data, message):
@@ -93,7 +96,9 @@ def test_seen_mask_matches_is_seen():
     split = random_split(seed=3)
     mask = split.seen_mask()
     assert all(mask[p] == split.is_seen(p) for p in split.all_pairs)
-    assert np.array_equal(~mask, np.isin(np.arange(400).reshape(20, 20), [e * 20 + t for e, t in split.unseen]))
+    assert np.array_equal(
+        ~mask, np.isin(np.arange(400).reshape(20, 20), [e * 20 + t for e, t in split.unseen])
+    )
 
 
 def test_numpy_sizes_are_accepted_and_saved_as_plain_ints():

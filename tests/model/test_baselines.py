@@ -28,13 +28,26 @@ from rllib_synpo.networks.synpo import COEFFICIENT_DEFAULTS
 
 OBS_SHAPE = (12, 16, 16)
 NUM_ACTIONS, NUM_ENVS, NUM_TASKS = 5, 3, 4
-TINY = {"feature_dim": 16, "embedding_dim": 8, "basis_dim": 8, "hidden_dim": 16, "encoder_kwargs": {"width": 4}}
+TINY = {
+    "feature_dim": 16,
+    "embedding_dim": 8,
+    "basis_dim": 8,
+    "hidden_dim": 16,
+    "encoder_kwargs": {"width": 4},
+}
 KINDS = sorted(NETWORKS)
 
 
 def _net(kind, **sizes):
     torch.manual_seed(0)
-    return make_network(kind, obs_shape=OBS_SHAPE, num_actions=NUM_ACTIONS, num_envs=NUM_ENVS, num_tasks=NUM_TASKS, **{**TINY, **sizes})
+    return make_network(
+        kind,
+        obs_shape=OBS_SHAPE,
+        num_actions=NUM_ACTIONS,
+        num_envs=NUM_ENVS,
+        num_tasks=NUM_TASKS,
+        **{**TINY, **sizes},
+    )
 
 
 def _batch(n=8):
@@ -54,8 +67,12 @@ def _batch(n=8):
 def _terms(net, batch, weights=None, **overrides):
     out = net(batch["obs"], batch["env_id"], batch["task_id"])
     kwargs = {
-        "expert_actions": batch["expert_action"], "executed_actions": batch["action"], "rewards": batch["reward"],
-        "env_id": batch["env_id"], "task_id": batch["task_id"], "weights": weights or LossWeights(),
+        "expert_actions": batch["expert_action"],
+        "executed_actions": batch["action"],
+        "rewards": batch["reward"],
+        "env_id": batch["env_id"],
+        "task_id": batch["task_id"],
+        "weights": weights or LossWeights(),
         "next_rows": batch["next_row"],
     }
     return imitation_losses(net, out, **{**kwargs, **overrides})
@@ -82,7 +99,9 @@ def test_every_network_has_the_synpo_interface(kind):
     assert task_logits.shape == (n, NUM_TASKS, NUM_ACTIONS)
     assert torch.allclose(task_logits[torch.arange(n), batch["task_id"]], out.logits, atol=1e-5)
     assert isinstance(net.env_embedding, torch.nn.Embedding) and net.env_embedding.num_embeddings == NUM_ENVS
-    assert isinstance(net.task_embedding, torch.nn.Embedding) and net.task_embedding.num_embeddings == NUM_TASKS
+    assert (
+        isinstance(net.task_embedding, torch.nn.Embedding) and net.task_embedding.num_embeddings == NUM_TASKS
+    )
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -163,7 +182,11 @@ def test_mtl_has_no_environment_classifier():
 def _every_env(batch):
     """Each state of the batch once per environment, same task."""
     n = len(batch["obs"])
-    return batch["obs"].repeat(NUM_ENVS, 1, 1, 1), torch.arange(NUM_ENVS).repeat_interleave(n), batch["task_id"].repeat(NUM_ENVS)
+    return (
+        batch["obs"].repeat(NUM_ENVS, 1, 1, 1),
+        torch.arange(NUM_ENVS).repeat_interleave(n),
+        batch["task_id"].repeat(NUM_ENVS),
+    )
 
 
 def test_modulenet_composes_the_pairs_modules():
@@ -194,7 +217,9 @@ def test_modulenet_modules_are_the_embedding_rows():
     with torch.no_grad():
         net.env_embedding.weight.fill_(1.0)
     net.init_module_rows("env", start=1)
-    assert torch.all(net.env_embedding.weight[0] == 1.0) and net.env_embedding.weight[1:].abs().max() <= k**-0.5
+    assert (
+        torch.all(net.env_embedding.weight[0] == 1.0) and net.env_embedding.weight[1:].abs().max() <= k**-0.5
+    )
     with pytest.raises(ValueError, match="'robot'"):
         net.init_module_rows("robot")
     with pytest.raises(NotImplementedError, match="ModuleNet"):
@@ -233,7 +258,9 @@ def test_sf_td_loss_by_hand():
     expected[0, 0], expected[2, 0] = 2 * (1 - 2) / 3, 2 * (5 - 2) / 3  # only m(s, a_taken)
     assert torch.allclose(successor.grad, expected)
     # rows marked NO_TRANSITION (successors appended to a batch) are left out of the mean
-    partial = sf_td_loss(successor, features, actions, torch.tensor([1, NO_TRANSITION, -1]), policy_actions, discount=0.5)
+    partial = sf_td_loss(
+        successor, features, actions, torch.tensor([1, NO_TRANSITION, -1]), policy_actions, discount=0.5
+    )
     assert partial.item() == pytest.approx((1 + 9) / 2)
 
 
@@ -242,13 +269,23 @@ def test_sf_terms_from_the_network_and_their_weights():
     out = net(batch["obs"], batch["env_id"], batch["task_id"])
     phi, w = out.extras["features"], out.extras["task_weights"]
     terms = _terms(net, batch, LossWeights(l1=0.5, sf_td=2.0))
-    assert terms[POLICY_LOSS].item() == pytest.approx(q_imitation_loss(out.logits, batch["expert_action"]).item(), rel=1e-6)
-    assert terms[REWARD_LOSS].item() == pytest.approx(sf_reward_loss(phi, w, batch["action"], batch["reward"]).item(), rel=1e-6)
-    td = sf_td_loss(out.sa_features, phi, batch["action"], batch["next_row"], batch["expert_action"], net.discount)
+    assert terms[POLICY_LOSS].item() == pytest.approx(
+        q_imitation_loss(out.logits, batch["expert_action"]).item(), rel=1e-6
+    )
+    assert terms[REWARD_LOSS].item() == pytest.approx(
+        sf_reward_loss(phi, w, batch["action"], batch["reward"]).item(), rel=1e-6
+    )
+    td = sf_td_loss(
+        out.sa_features, phi, batch["action"], batch["next_row"], batch["expert_action"], net.discount
+    )
     assert terms[SF_TD_LOSS].item() == pytest.approx(td.item(), rel=1e-6)
-    assert terms[TOTAL_LOSS].item() == pytest.approx((terms[POLICY_LOSS] + 0.5 * terms[REWARD_LOSS] + 2.0 * terms[SF_TD_LOSS]).item(), rel=1e-6)
+    assert terms[TOTAL_LOSS].item() == pytest.approx(
+        (terms[POLICY_LOSS] + 0.5 * terms[REWARD_LOSS] + 2.0 * terms[SF_TD_LOSS]).item(), rel=1e-6
+    )
     without_td = synpo_total(terms, 0.5, 0.1, 0.001, sf_td=0.0)
-    assert without_td.item() == pytest.approx((terms[POLICY_LOSS] + 0.5 * terms[REWARD_LOSS]).item(), rel=1e-6)
+    assert without_td.item() == pytest.approx(
+        (terms[POLICY_LOSS] + 0.5 * terms[REWARD_LOSS]).item(), rel=1e-6
+    )
     # Without next rows the TD term can only be left out with a zero weight.
     with pytest.raises(ValueError, match="next_row"):
         _terms(net, batch, next_rows=None)
@@ -259,7 +296,13 @@ def test_sf_terms_from_the_network_and_their_weights():
 def test_sf_gradients_reach_the_expected_parameters():
     net, batch = _net("sf"), _batch()
     policy = _grads(net, _terms(net, batch)[POLICY_LOSS])
-    assert {"successor.0.weight", "task_weights.weight", "env_embedding.weight", "task_embedding.weight", "encoder.project.0.weight"} <= policy
+    assert {
+        "successor.0.weight",
+        "task_weights.weight",
+        "env_embedding.weight",
+        "task_embedding.weight",
+        "encoder.project.0.weight",
+    } <= policy
     assert "feature_basis" not in policy and not any(name.startswith("value_head") for name in policy)
     reward = _grads(net, _terms(net, batch)[REWARD_LOSS])
     assert {"feature_basis", "task_weights.weight", "task_embedding.weight"} <= reward
@@ -289,28 +332,41 @@ def test_rl_module_builds_every_network_and_its_learner_terms_are_the_networks(k
     from rllib_synpo.losses import LossWeights, imitation_losses
     from rllib_synpo.rl_module import SynPoTorchRLModule
 
-    obs_space = gym.spaces.Dict({
-        "obs": gym.spaces.Box(0, 255, OBS_SHAPE, np.uint8),
-        "env_id": gym.spaces.Discrete(NUM_ENVS),
-        "task_id": gym.spaces.Discrete(NUM_TASKS),
-    })
+    obs_space = gym.spaces.Dict(
+        {
+            "obs": gym.spaces.Box(0, 255, OBS_SHAPE, np.uint8),
+            "env_id": gym.spaces.Discrete(NUM_ENVS),
+            "task_id": gym.spaces.Discrete(NUM_TASKS),
+        }
+    )
     torch.manual_seed(0)
     module = RLModuleSpec(
-        module_class=SynPoTorchRLModule, observation_space=obs_space, action_space=gym.spaces.Discrete(NUM_ACTIONS),
+        module_class=SynPoTorchRLModule,
+        observation_space=obs_space,
+        action_space=gym.spaces.Discrete(NUM_ACTIONS),
         model_config={"network": kind, **TINY},
     ).build()
     assert isinstance(module.net, NETWORKS[kind])
     raw = _batch()
     batch = {
         Columns.OBS: {"obs": raw["obs"], "env_id": raw["env_id"], "task_id": raw["task_id"]},
-        EXPERT_ACTION: raw["expert_action"], EXECUTED_ACTION: raw["action"], Columns.REWARDS: raw["reward"],
+        EXPERT_ACTION: raw["expert_action"],
+        EXECUTED_ACTION: raw["action"],
+        Columns.REWARDS: raw["reward"],
         NEXT_ROW: raw["next_row"],
     }
     learner_terms = synpo_loss_terms(module, batch, module.forward_train(batch))
     out = module.net(raw["obs"], raw["env_id"], raw["task_id"])
     net_terms = imitation_losses(
-        module.net, out, expert_actions=raw["expert_action"], executed_actions=raw["action"], rewards=raw["reward"],
-        env_id=raw["env_id"], task_id=raw["task_id"], weights=LossWeights(), next_rows=raw["next_row"],
+        module.net,
+        out,
+        expert_actions=raw["expert_action"],
+        executed_actions=raw["action"],
+        rewards=raw["reward"],
+        env_id=raw["env_id"],
+        task_id=raw["task_id"],
+        weights=LossWeights(),
+        next_rows=raw["next_row"],
     )
     assert set(learner_terms) == set(net_terms)
     for name, value in learner_terms.items():
@@ -321,7 +377,10 @@ def test_model_config_names_a_bad_network():
     from rllib_synpo.rl_module import DEFAULT_MODEL_CONFIG, check_model_config
 
     assert DEFAULT_MODEL_CONFIG["network"] == "synpo"
-    with pytest.raises(ValueError, match=r"unknown network 'transformer'; expected one of \['mlp', 'modulenet', 'mtl', 'sf', 'synpo'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"unknown network 'transformer'; expected one of \['mlp', 'modulenet', 'mtl', 'sf', 'synpo'\]",
+    ):
         check_model_config({"network": "transformer"})
 
 
@@ -332,10 +391,20 @@ def test_coefficient_options_reach_synpo_and_are_refused_by_networks_without_the
     from rllib_synpo.rl_module import check_model_config, network_from_spaces
 
     env = synpo_envs.GridWorld()
-    net = network_from_spaces(env.observation_space, env.action_space, {"coefficient_function": "product", "coefficient_dropout": 0.5, "normalize_embeddings": True})
-    assert isinstance(net.alpha, ProductCoefficients) and net.coefficient_dropout.p == 0.5 and net.normalize_embeddings
+    net = network_from_spaces(
+        env.observation_space,
+        env.action_space,
+        {"coefficient_function": "product", "coefficient_dropout": 0.5, "normalize_embeddings": True},
+    )
+    assert (
+        isinstance(net.alpha, ProductCoefficients)
+        and net.coefficient_dropout.p == 0.5
+        and net.normalize_embeddings
+    )
     assert "coefficient_dropout" not in check_model_config({"network": "mlp"})
-    with pytest.raises(ValueError, match=r"\['coefficient_dropout'\] applies to networks \['synpo', 'mtl'\] only, not 'sf'"):
+    with pytest.raises(
+        ValueError, match=r"\['coefficient_dropout'\] applies to networks \['synpo', 'mtl'\] only, not 'sf'"
+    ):
         check_model_config({"network": "sf", "coefficient_dropout": 0.3})
     with pytest.raises(ValueError, match="unknown coefficient_function 'sum'"):
         check_model_config({"coefficient_function": "sum"})
@@ -389,4 +458,12 @@ def test_layer_sizes_must_be_positive_integers(key, value):
     with pytest.raises(ValueError, match=message):
         network_from_spaces(env.observation_space, env.action_space, {key: value})
     with pytest.raises(ValueError, match=message):
-        make_network("synpo", obs_shape=(12, 16, 16), num_actions=5, num_envs=2, num_tasks=3, encoder="compact", **{key: value})
+        make_network(
+            "synpo",
+            obs_shape=(12, 16, 16),
+            num_actions=5,
+            num_envs=2,
+            num_tasks=3,
+            encoder="compact",
+            **{key: value},
+        )

@@ -1,4 +1,5 @@
 """The shared range checks of settings (`rllib_synpo.utils.checks`), Ray-free."""
+
 import pytest
 
 from rllib_synpo.adaptation import AdaptConfig, AdaptError
@@ -33,7 +34,10 @@ def test_the_first_bad_setting_is_named_with_its_rule_and_value():
     rules = {POSITIVE_INT: ("batch", "workers"), PROBABILITY: ("epsilon",)}
     check_settings({"batch": 8, "workers": 2, "epsilon": 0.1}, rules)
     assert bad_setting({"batch": 8, "workers": 2, "epsilon": 0.1}, rules) is None
-    assert bad_setting({"batch": 8, "workers": 0, "epsilon": 2}, rules, quote="`") == "`workers` must be an integer >= 1, got 0"
+    assert (
+        bad_setting({"batch": 8, "workers": 0, "epsilon": 2}, rules, quote="`")
+        == "`workers` must be an integer >= 1, got 0"
+    )
     with pytest.raises(ValueError, match=r"^epsilon must be a probability in \[0, 1\], got 2$"):
         check_settings({"batch": 8, "workers": 2, "epsilon": 2}, rules)
 

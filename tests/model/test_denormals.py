@@ -22,7 +22,11 @@ EVALUATE = (
 
 def _run(code: str, **env: str) -> int:
     environ = {k: v for k, v in os.environ.items() if k != "RLLIB_SYNPO_FLUSH_DENORMALS"} | env
-    return int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=environ).stdout)
+    return int(
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=environ
+        ).stdout
+    )
 
 
 def _nonzero_products(before: str, **env: str) -> int:
@@ -56,7 +60,13 @@ def test_the_variable_at_zero_leaves_the_mode_alone(cpu_flushes):
 
 def test_another_value_of_the_variable_is_refused():
     process = subprocess.run(
-        [sys.executable, "-c", EVALUATE], capture_output=True, text=True, env={**os.environ, "RLLIB_SYNPO_FLUSH_DENORMALS": "off"}
+        [sys.executable, "-c", EVALUATE],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "RLLIB_SYNPO_FLUSH_DENORMALS": "off"},
     )
     assert process.returncode != 0
-    assert "RLLIB_SYNPO_FLUSH_DENORMALS='off': expected 1 (flush denormals to zero, the default) or 0" in process.stderr
+    assert (
+        "RLLIB_SYNPO_FLUSH_DENORMALS='off': expected 1 (flush denormals to zero, the default) or 0"
+        in process.stderr
+    )

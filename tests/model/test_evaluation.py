@@ -15,13 +15,25 @@ WORLD = {"max_steps": 80}
 
 def _obs_policy(obs: dict[str, np.ndarray]) -> np.ndarray:
     """A deterministic function of the observation that wanders, bumps into walls and loops."""
-    return (obs["obs"].reshape(len(obs["obs"]), -1).astype(np.int64).sum(axis=1) // 7 + obs["task_id"]) % NUM_ACTIONS
+    return (
+        obs["obs"].reshape(len(obs["obs"]), -1).astype(np.int64).sum(axis=1) // 7 + obs["task_id"]
+    ) % NUM_ACTIONS
 
 
 def _untrained_greedy():
     torch.manual_seed(0)
-    net = make_network("synpo", obs_shape=(12, 16, 16), num_actions=NUM_ACTIONS, num_envs=20, num_tasks=20,
-                       feature_dim=16, embedding_dim=8, basis_dim=8, hidden_dim=16, encoder_kwargs={"width": 4})
+    net = make_network(
+        "synpo",
+        obs_shape=(12, 16, 16),
+        num_actions=NUM_ACTIONS,
+        num_envs=20,
+        num_tasks=20,
+        feature_dim=16,
+        embedding_dim=8,
+        basis_dim=8,
+        hidden_dim=16,
+        encoder_kwargs={"width": 4},
+    )
     return torch_greedy_policy(net)
 
 
@@ -34,13 +46,18 @@ class _Counting:
         return self.policy(obs)
 
 
-@pytest.mark.parametrize("make_policy", [lambda: _obs_policy, _untrained_greedy], ids=["scripted", "untrained-greedy"])
+@pytest.mark.parametrize(
+    "make_policy", [lambda: _obs_policy, _untrained_greedy], ids=["scripted", "untrained-greedy"]
+)
 def test_ending_loops_early_changes_no_result(make_policy):
     policy = make_policy()
     runs = {}
     for deterministic in (False, True):
         counting = _Counting(policy)
-        runs[deterministic] = (evaluate(counting, PAIRS, 6, seed=5, env_kwargs=WORLD, deterministic=deterministic), counting.states)
+        runs[deterministic] = (
+            evaluate(counting, PAIRS, 6, seed=5, env_kwargs=WORLD, deterministic=deterministic),
+            counting.states,
+        )
     (full, full_states), (cut, cut_states) = runs[False], runs[True]
     for name in ("episodes", "successes", "first_pick_correct", "picked"):
         np.testing.assert_array_equal(getattr(cut, name), getattr(full, name), err_msg=name)

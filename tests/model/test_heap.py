@@ -34,7 +34,9 @@ print(json.dumps({{"freed": freed, "after": resident_memory_mb(), "released": re
 
 @pytest.mark.skipif(heap._malloc_trim() is None, reason="malloc_trim is glibc's")
 def test_release_free_heap_returns_fragmented_free_memory() -> None:
-    out = subprocess.run([sys.executable, "-c", FRAGMENT_AND_RELEASE], check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", FRAGMENT_AND_RELEASE], check=True, capture_output=True, text=True
+    ).stdout
     result = json.loads(out)
     assert result["released"] is True
     assert result["freed"] - result["after"] > 0.5 * CHUNKS * CHUNK_BYTES / 2**20, result

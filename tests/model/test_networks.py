@@ -46,7 +46,10 @@ def test_paper_encoder_matches_the_paper_description():
 
 
 def test_compact_encoder_batch_norm_standardizes_its_input_and_each_convolution():
-    plain, normed = CompactEncoder(OBS_SHAPE, feature_dim=32), CompactEncoder(OBS_SHAPE, feature_dim=32, batch_norm=True)
+    plain, normed = (
+        CompactEncoder(OBS_SHAPE, feature_dim=32),
+        CompactEncoder(OBS_SHAPE, feature_dim=32, batch_norm=True),
+    )
     assert not any(isinstance(m, torch.nn.BatchNorm2d) for m in plain.modules())
     norms = [m for m in normed.convs if isinstance(m, torch.nn.BatchNorm2d)]
     convs = [m for m in normed.convs if isinstance(m, torch.nn.Conv2d)]
@@ -90,7 +93,9 @@ def test_coefficient_dropout_acts_in_training_only():
     obs, env_id, task_id = inputs
     sa = torch.einsum("nf,afk->nak", net.encoder(obs), net.basis)
     alpha = net.alpha(net.coefficients(env_id, task_id))
-    assert torch.allclose(net(*inputs).logits, torch.einsum("nak,nk->na", sa, alpha) + net.policy_bias, atol=1e-5)
+    assert torch.allclose(
+        net(*inputs).logits, torch.einsum("nak,nk->na", sa, alpha) + net.policy_bias, atol=1e-5
+    )
 
 
 def test_normalized_embeddings_reach_the_coefficients_at_unit_length():
@@ -99,8 +104,12 @@ def test_normalized_embeddings_reach_the_coefficients_at_unit_length():
     net.env_embedding.weight.data.mul_(7.0)  # the table's scale must not reach alpha
     task, env = net.coefficients(env_id, task_id).chunk(2, dim=-1)
     assert torch.allclose(task.norm(dim=-1), torch.ones(len(task_id)))
-    assert torch.allclose(env, net.env_embedding(env_id) / net.env_embedding(env_id).norm(dim=-1, keepdim=True))
-    assert not torch.allclose(_net().coefficients(env_id, task_id).norm(dim=-1), torch.full((len(env_id),), 2**0.5))
+    assert torch.allclose(
+        env, net.env_embedding(env_id) / net.env_embedding(env_id).norm(dim=-1, keepdim=True)
+    )
+    assert not torch.allclose(
+        _net().coefficients(env_id, task_id).norm(dim=-1), torch.full((len(env_id),), 2**0.5)
+    )
 
 
 def test_unknown_coefficient_function_is_named():
@@ -118,7 +127,13 @@ def test_unknown_encoder_is_named():
 
 
 def test_unknown_encoder_option_is_named_with_the_accepted_ones():
-    with pytest.raises(ValueError, match=r"unknown encoder_kwargs \['batchnorm'\] for encoder 'compact'; it takes \['batch_norm', 'width'\]"):
+    with pytest.raises(
+        ValueError,
+        match=(
+            r"unknown encoder_kwargs \['batchnorm'\] for encoder 'compact'; "
+            r"it takes \['batch_norm', 'width'\]"
+        ),
+    ):
         _net(encoder="compact", encoder_kwargs={"batchnorm": True})
     with pytest.raises(ValueError, match=r"\['width'\] for encoder 'paper_resnet'; it takes none"):
         _net(encoder="paper_resnet", encoder_kwargs={"width": 8})

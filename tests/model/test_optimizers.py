@@ -29,7 +29,10 @@ def test_fused_adam_on_cpu_steps_as_the_per_tensor_adam():
     nets[1].load_state_dict(nets[0].state_dict())
     options = fused_adam_options(nets[0].parameters())
     assert options == {"fused": True}
-    optimizers = [torch.optim.Adam(nets[0].parameters(), weight_decay=1e-4, **options), torch.optim.Adam(nets[1].parameters(), weight_decay=1e-4)]
+    optimizers = [
+        torch.optim.Adam(nets[0].parameters(), weight_decay=1e-4, **options),
+        torch.optim.Adam(nets[1].parameters(), weight_decay=1e-4),
+    ]
     x = torch.randn(8, 5)
     for _ in range(3):
         for net, optimizer in zip(nets, optimizers):

@@ -5,18 +5,26 @@ import copy
 import pytest
 import torch
 
-from rllib_synpo.utils import precision as precision_module
-from rllib_synpo.utils.checks import bad_setting
 from rllib_synpo.losses import TOTAL_LOSS, LossWeights, imitation_losses
 from rllib_synpo.networks import make_network
+from rllib_synpo.utils import precision as precision_module
+from rllib_synpo.utils.checks import bad_setting
 from rllib_synpo.utils.precision import PRECISION, resolve_precision, training_autocast
 
-TINY = {"feature_dim": 16, "embedding_dim": 8, "basis_dim": 8, "hidden_dim": 16, "encoder_kwargs": {"width": 4, "batch_norm": True}}
+TINY = {
+    "feature_dim": 16,
+    "embedding_dim": 8,
+    "basis_dim": 8,
+    "hidden_dim": 16,
+    "encoder_kwargs": {"width": 4, "batch_norm": True},
+}
 
 
 def _net() -> torch.nn.Module:
     torch.manual_seed(0)
-    return make_network("synpo", obs_shape=(12, 16, 16), num_actions=5, num_envs=2, num_tasks=3, encoder="compact", **TINY)
+    return make_network(
+        "synpo", obs_shape=(12, 16, 16), num_actions=5, num_envs=2, num_tasks=3, encoder="compact", **TINY
+    )
 
 
 def _batch(seed: int, n: int = 32) -> dict[str, torch.Tensor]:
@@ -33,8 +41,14 @@ def _batch(seed: int, n: int = 32) -> dict[str, torch.Tensor]:
 def _loss(net: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     out = net(batch["obs"], batch["env_id"], batch["task_id"])
     return imitation_losses(
-        net, out, expert_actions=batch["expert_action"], executed_actions=batch["expert_action"], rewards=batch["reward"],
-        env_id=batch["env_id"], task_id=batch["task_id"], weights=LossWeights(),
+        net,
+        out,
+        expert_actions=batch["expert_action"],
+        executed_actions=batch["expert_action"],
+        rewards=batch["reward"],
+        env_id=batch["env_id"],
+        task_id=batch["task_id"],
+        weights=LossWeights(),
     )[TOTAL_LOSS]
 
 
@@ -63,12 +77,18 @@ def test_float32_is_no_autocast_and_bfloat16_computes_matrix_products_in_bfloat1
 def test_auto_is_bfloat16_only_where_the_device_computes_it_natively(monkeypatch, native, expected):
     monkeypatch.setattr(precision_module, "native_bfloat16", lambda device: native)
     assert resolve_precision("auto", "cpu") == expected
-    assert resolve_precision("float32", "cpu") == "float32" and resolve_precision("bfloat16", "cpu") == "bfloat16"
+    assert (
+        resolve_precision("float32", "cpu") == "float32"
+        and resolve_precision("bfloat16", "cpu") == "bfloat16"
+    )
 
 
 def test_an_unknown_precision_is_named():
     assert bad_setting({"precision": "bfloat16"}, {PRECISION: ("precision",)}) is None
-    assert bad_setting({"precision": "float16"}, {PRECISION: ("precision",)}) == "precision must be one of ['float32', 'bfloat16', 'auto'], got 'float16'"
+    assert (
+        bad_setting({"precision": "float16"}, {PRECISION: ("precision",)})
+        == "precision must be one of ['float32', 'bfloat16', 'auto'], got 'float16'"
+    )
 
 
 def test_bfloat16_updates_keep_float32_weights_and_finite_losses():

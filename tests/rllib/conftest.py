@@ -2,7 +2,14 @@
 
 import pytest
 
-TINY_MODEL = {"encoder": "compact", "feature_dim": 16, "embedding_dim": 8, "basis_dim": 8, "hidden_dim": 16, "encoder_kwargs": {"width": 4}}
+TINY_MODEL = {
+    "encoder": "compact",
+    "feature_dim": 16,
+    "embedding_dim": 8,
+    "basis_dim": 8,
+    "hidden_dim": 16,
+    "encoder_kwargs": {"width": 4},
+}
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +27,13 @@ def one_torch_thread():
 def ray_session():
     import ray
 
-    ray.init(address="local", num_cpus=3, include_dashboard=False, object_store_memory=150 * 1024**2, log_to_driver=False)
+    ray.init(
+        address="local",
+        num_cpus=3,
+        include_dashboard=False,
+        object_store_memory=150 * 1024**2,
+        log_to_driver=False,
+    )
     yield ray
     ray.shutdown()
 

@@ -173,8 +173,25 @@ def test_the_adapt_verb_writes_the_table_and_heatmaps(checkpoint, maze_file, tmp
     from rllib_synpo.cli import main
 
     out = tmp_path / "adapted"
-    code = main(["synpo", "adapt", str(checkpoint), "--setting", "2", "--new-maze", str(maze_file),
-                 "--iterations", "10", "--batch-size", "32", "--episodes-per-pair", "1", "--out", str(out)])
+    code = main(
+        [
+            "synpo",
+            "adapt",
+            str(checkpoint),
+            "--setting",
+            "2",
+            "--new-maze",
+            str(maze_file),
+            "--iterations",
+            "10",
+            "--batch-size",
+            "32",
+            "--episodes-per-pair",
+            "1",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     printed = capsys.readouterr().out
     assert "new environments [20], new tasks [19], 39 demonstrated pairs" in printed and "Q pairs" in printed
@@ -200,11 +217,15 @@ def test_the_adapt_verb_writes_the_table_and_heatmaps(checkpoint, maze_file, tmp
     "args, message",
     [
         (["--setting", "4"], "setting must be one of (2, 3), got 4"),
-        (["--setting", "3"],
-         "setting 3 needs new environments and new tasks; new environments [], new tasks [19]"),
+        (
+            ["--setting", "3"],
+            "setting 3 needs new environments and new tasks; new environments [], new tasks [19]",
+        ),
         (["--setting", "2", "--iterations", "-1"], "iterations must be an integer >= 0"),
-        (["--setting", "2", "--new-maze", "/nonexistent/maze.txt"],
-         "maze file '/nonexistent/maze.txt' does not exist"),
+        (
+            ["--setting", "2", "--new-maze", "/nonexistent/maze.txt"],
+            "maze file '/nonexistent/maze.txt' does not exist",
+        ),
         (["--setting", "2", "--new-maze", "BUILTIN"], "is the same maze as environment 0"),
     ],
 )

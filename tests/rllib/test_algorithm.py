@@ -30,9 +30,16 @@ def test_one_iteration_with_the_local_env_runner(ray_session):
         assert len(algo.replay) == 4 and result["expert_success_rate"] > 0
         steps = sum(len(t) for t in algo.replay.trajectories())
         assert result["num_states_collected"] == result["num_states_collected_lifetime"] == steps
-        assert 0 < result["env_runners"]["num_env_steps_sampled"] <= steps and result["env_runners"]["num_episodes"] == 1
+        assert (
+            0 < result["env_runners"]["num_env_steps_sampled"] <= steps
+            and result["env_runners"]["num_episodes"] == 1
+        )
         second = algo.train()
-        assert second["num_states_collected_lifetime"] == steps + second["num_states_collected"] == algo.replay.steps_added
+        assert (
+            second["num_states_collected_lifetime"]
+            == steps + second["num_states_collected"]
+            == algo.replay.steps_added
+        )
         # The env runner hands over the episodes it kept for its metrics (they used to pile up).
         assert not algo.env_runner._done_episodes_for_metrics
         split_seen = set(map(tuple, algo.config.env_config["pairs"]))
@@ -50,7 +57,9 @@ def test_env_runners_batch_nothing_for_a_module_that_never_acts(ray_session):
         pipeline = algo.env_runner._env_to_module
         assert [type(c) for c in pipeline.connectors] == [ModuleDoesNotAct]
         slot_space = algo.env_runner.env.envs[0].unwrapped.observation_spaces["slot_0"]
-        assert pipeline.observation_space == gym.spaces.Dict({MODULE_ID: slot_space})  # the module's, as RLlib maps it
+        assert pipeline.observation_space == gym.spaces.Dict(
+            {MODULE_ID: slot_space}
+        )  # the module's, as RLlib maps it
         assert algo.get_module(MODULE_ID).observation_space == slot_space
         batch = {"untouched": object()}
         assert pipeline(rl_module=None, batch=batch, episodes=[], explore=False) is batch
@@ -76,7 +85,10 @@ def _same_trajectories(first, second) -> bool:
     fields = ("frames", "expert_action", "action", "reward", "task_labels")
     return len(first) == len(second) and all(
         (a.env_id, a.task_id) == (b.env_id, b.task_id)
-        and all(getattr(a, f).dtype == getattr(b, f).dtype and np.array_equal(getattr(a, f), getattr(b, f)) for f in fields)
+        and all(
+            getattr(a, f).dtype == getattr(b, f).dtype and np.array_equal(getattr(a, f), getattr(b, f))
+            for f in fields
+        )
         for a, b in zip(first, second)
     )
 
@@ -91,15 +103,29 @@ def test_the_array_path_collects_what_rllibs_sample_collects(ray_session):
         layout = through_rllib.layout
         for episodes in (1, 2, 1):  # the env's streams continue across collections either way
             expected = collect_trajectories(through_rllib.env_runner, episodes, layout)
-            assert _same_trajectories(through_arrays.env_runner.sample_trajectories(episodes, layout), expected)
+            assert _same_trajectories(
+                through_arrays.env_runner.sample_trajectories(episodes, layout), expected
+            )
             assert any(t.task_labels is not None and (t.action != t.expert_action).any() for t in expected)
-        rllib_metrics, array_metrics = through_rllib.env_runner.get_metrics(), through_arrays.env_runner.get_metrics()
+        rllib_metrics, array_metrics = (
+            through_rllib.env_runner.get_metrics(),
+            through_arrays.env_runner.get_metrics(),
+        )
     finally:
         through_rllib.stop(), through_arrays.stop()
-    keys = ("num_env_steps_sampled", "num_episodes_lifetime", "num_module_steps_sampled", "episode_len_mean", "episode_len_max", "agent_steps")
+    keys = (
+        "num_env_steps_sampled",
+        "num_episodes_lifetime",
+        "num_module_steps_sampled",
+        "episode_len_mean",
+        "episode_len_max",
+        "agent_steps",
+    )
     for key in keys:
         assert _peek(array_metrics[key]) == _peek(rllib_metrics[key]), key
-    assert _peek(array_metrics["episode_return_mean"]) == pytest.approx(_peek(rllib_metrics["episode_return_mean"]))
+    assert _peek(array_metrics["episode_return_mean"]) == pytest.approx(
+        _peek(rllib_metrics["episode_return_mean"])
+    )
     assert "num_agent_steps_sampled" not in array_metrics and "num_agent_steps_sampled" not in rllib_metrics
 
 
@@ -116,7 +142,10 @@ def test_episode_callbacks_get_rllibs_episodes(ray_session):
         def on_episode_end(self, *, episode, **kwargs):
             ended.append(len(episode.agent_episodes))
 
-    for config in (tiny_config().callbacks(CountEpisodes), tiny_config().callbacks(on_episode_end=CountEpisodes().on_episode_end)):
+    for config in (
+        tiny_config().callbacks(CountEpisodes),
+        tiny_config().callbacks(on_episode_end=CountEpisodes().on_episode_end),
+    ):
         algo = config.build_algo()
         try:
             assert not algo.env_runner._can_play_arrays()
@@ -164,7 +193,9 @@ def test_state_batches_of_an_iteration_are_one_learner_call_of_several_updates(r
     algo = tiny_config(states_per_update=16, updates_per_iteration=3).build_algo()
     try:
         optimizer = algo.learner_group._learner.get_optimizer("synpo")
-        steps_before = sum(state["step"] for state in optimizer.state_dict()["state"].values()) if optimizer.state else 0
+        steps_before = (
+            sum(state["step"] for state in optimizer.state_dict()["state"].values()) if optimizer.state else 0
+        )
         result = algo.train()
         assert result["learners"]["synpo"]["num_module_steps_trained"] == 3 * 16  # states trained
         steps = {int(state["step"]) for state in optimizer.state_dict()["state"].values()}
@@ -194,7 +225,9 @@ def test_learning_rate_schedule_follows_sampled_steps(ray_session):
 
 
 def test_learning_rate_schedule_can_follow_training_seconds(ray_session):
-    algo = tiny_config(lr_schedule_clock="training_seconds").training(lr=[[0, 1e-3], [3600, 1e-5]]).build_algo()
+    algo = (
+        tiny_config(lr_schedule_clock="training_seconds").training(lr=[[0, 1e-3], [3600, 1e-5]]).build_algo()
+    )
     try:
         algo._time_total = 1800.0  # half an hour into the run, as a restored checkpoint says
         rate = algo.train()["learners"]["synpo"]["default_optimizer_learning_rate"]
@@ -217,12 +250,16 @@ def _step_from(learner, state, gradients, apply_gradients):
     """The module's weights after ``apply_gradients`` from ``state`` (module and optimizer)."""
     module, optimizer = learner.module["synpo"], learner.get_optimizer("synpo")
     module.load_state_dict(state[0])
-    optimizer.load_state_dict(copy.deepcopy(state[1]))  # it adopts the tensors, which the step changes in place
+    optimizer.load_state_dict(
+        copy.deepcopy(state[1])
+    )  # it adopts the tensors, which the step changes in place
     apply_gradients(learner, {ref: g.clone() for ref, g in gradients.items()})
     return {k: v.detach().clone() for k, v in module.state_dict().items()}
 
 
-@pytest.mark.parametrize("poison", [None, float("nan"), float("inf"), 1e30])  # 1e30: finite, but the norm overflows
+@pytest.mark.parametrize(
+    "poison", [None, float("nan"), float("inf"), 1e30]
+)  # 1e30: finite, but the norm overflows
 def test_the_learners_single_finite_check_steps_as_rllibs_apply_gradients(ray_session, poison):
     from ray.rllib.core.learner.torch.torch_learner import TorchLearner
 
@@ -235,7 +272,9 @@ def test_the_learners_single_finite_check_steps_as_rllibs_apply_gradients(ray_se
             copy.deepcopy(learner.get_optimizer("synpo").state_dict()),
         )
         generator = torch.Generator().manual_seed(0)
-        gradients = {ref: torch.randn(p.shape, generator=generator) for ref, p in learner.parameters_by_ref.items()}
+        gradients = {
+            ref: torch.randn(p.shape, generator=generator) for ref, p in learner.parameters_by_ref.items()
+        }
         if poison is not None:
             next(iter(gradients.values())).view(-1)[0] = poison
         ours = _step_from(learner, state, gradients, type(learner).apply_gradients)
@@ -277,6 +316,21 @@ def test_periodic_evaluation_reports_seen_and_unseen(ray_session):
         algo.stop()
 
 
+def test_results_between_evaluations_carry_the_latest_one(ray_session):
+    config = tiny_config(greedy_episodes_per_pair=1).evaluation(evaluation_interval=2)
+    config.environment(env_config={"num_slots": 4, "gridworld": {"max_steps": 20}})
+    algo = config.build_algo()
+    try:
+        first, second, third = (algo.train() for _ in range(3))
+        assert "evaluation" not in first and "last_evaluation" not in first
+        evaluated = {k: v for k, v in second["evaluation"].items() if k.startswith(("seen_", "unseen_"))}
+        assert evaluated["seen_pairs"] == 144
+        assert "evaluation" not in third
+        assert second["last_evaluation"] == third["last_evaluation"] == evaluated
+    finally:
+        algo.stop()
+
+
 def test_two_env_runners_share_the_seen_pairs(ray_session):
     algo = tiny_config(episodes_per_env_runner=3).env_runners(num_env_runners=2).build_algo()
     try:
@@ -305,7 +359,9 @@ def test_batch_norm_statistics_train_sync_and_reach_the_checkpoint(ray_session, 
         algo.stop()
     # The learner's updates moved the statistics, the env runner's copy received them, and the
     # checkpoint holds them (an eval-mode policy depends on them).
-    assert len(statistics) == 2 * 4 and not torch.equal(statistics["net.encoder.convs.0.running_var"], torch.ones(12))
+    assert len(statistics) == 2 * 4 and not torch.equal(
+        statistics["net.encoder.convs.0.running_var"], torch.ones(12)
+    )
     loaded = RLModule.from_checkpoint(tmp_path / "ckpt" / "learner_group" / "learner" / "rl_module" / "synpo")
     assert all(torch.equal(loaded.state_dict()[k], v) for k, v in statistics.items())
 
@@ -330,16 +386,19 @@ def test_checkpoint_round_trip_and_module_alone_without_ray(ray_session, tmp_pat
         obs = torch.randint(0, 256, (3, 12, 16, 16), dtype=torch.uint8)
         ids = torch.tensor([0, 5, 19])
         expected = restored.get_module("synpo").net(obs, ids, ids).logits.detach().numpy()
-        assert restored.train()["num_states_collected_lifetime"] == restored.replay.steps_added > steps  # counted from the start
+        assert (
+            restored.train()["num_states_collected_lifetime"] == restored.replay.steps_added > steps
+        )  # counted from the start
     finally:
         restored.stop()
     meta = json.loads((tmp_path / "ckpt" / "synpo_meta.json").read_text())
     assert len(meta["split"]["seen"]) == 144
 
+    module_path = tmp_path / "ckpt" / "learner_group" / "learner" / "rl_module" / "synpo"
     code = f"""
 import sys, torch
 from ray.rllib.core.rl_module.rl_module import RLModule
-module = RLModule.from_checkpoint({str(tmp_path / 'ckpt' / 'learner_group' / 'learner' / 'rl_module' / 'synpo')!r})
+module = RLModule.from_checkpoint({str(module_path)!r})
 torch.manual_seed(0)
 obs = torch.randint(0, 256, (3, 12, 16, 16), dtype=torch.uint8)
 ids = torch.tensor([0, 5, 19])
@@ -366,9 +425,18 @@ print(out["action_dist_inputs"].tolist())
         ({"split": {"random": {"num_seen": 5}}}, "too few"),
         ({"encoder": "resnet9000"}, "resnet9000"),
         ({"precision": "half"}, r"`precision` must be one of \['float32', 'bfloat16', 'auto'\], got 'half'"),
-        ({"lr": [[0, 1e-3], [3600, "2e-05"]]}, r"`lr` must be a number > 0 or a schedule .*write 2.0e-05\), got \[\[0, 0.001\], \[3600, '2e-05'\]\]"),
+        (
+            {"lr": [[0, 1e-3], [3600, "2e-05"]]},
+            (
+                r"`lr` must be a number > 0 or a schedule .*write 2.0e-05\), "
+                r"got \[\[0, 0.001\], \[3600, '2e-05'\]\]"
+            ),
+        ),
         ({"lr": [[0, 1e-3], [100, -1e-5]]}, r"`lr` must be a number > 0 or a schedule"),
-        ({"lr_schedule_clock": "minutes"}, r"`lr_schedule_clock` must be one of \['states_collected', 'training_seconds'\], got 'minutes'"),
+        (
+            {"lr_schedule_clock": "minutes"},
+            r"`lr_schedule_clock` must be one of \['states_collected', 'training_seconds'\], got 'minutes'",
+        ),
     ],
 )
 def test_validate_names_bad_knobs(training, message):

@@ -21,7 +21,13 @@ import yaml
 from tests.rllib.conftest import TINY_MODEL, tiny_config
 
 WORKER = "synpo_worker_node"  # a custom resource that only the worker nodes have
-SESSION_RAY = {"address": "local", "num_cpus": 3, "include_dashboard": False, "object_store_memory": 150 * 1024**2, "log_to_driver": False}
+SESSION_RAY = {
+    "address": "local",
+    "num_cpus": 3,
+    "include_dashboard": False,
+    "object_store_memory": 150 * 1024**2,
+    "log_to_driver": False,
+}
 NODE_MEMORY = {"object_store_memory": 100 * 1024**2, "include_dashboard": False}
 
 
@@ -76,7 +82,9 @@ def test_env_runners_run_on_the_worker_nodes_and_survive_a_kill(cluster):
         facts = _runner_facts(algo)
         assert {node for _, node in facts} == worker_nodes  # one runner on each worker node
         algo.train()
-        before = [(t.env_id, t.task_id, t.frames.copy(), t.expert_action.copy()) for t in algo.replay.trajectories()]
+        before = [
+            (t.env_id, t.task_id, t.frames.copy(), t.expert_action.copy()) for t in algo.replay.trajectories()
+        ]
         assert len(before) == 2 * 4  # 2 runners x 1 episode x 4 pair slots
 
         os.kill(facts[0][0], signal.SIGKILL)
@@ -85,7 +93,11 @@ def test_env_runners_run_on_the_worker_nodes_and_survive_a_kill(cluster):
         while time.time() < deadline:
             result = algo.train()
             sizes.append(len(algo.replay))
-            if algo.env_runner_group.num_healthy_remote_workers() == 2 and len(sizes) >= 2 and sizes[-1] - sizes[-2] == 8:
+            if (
+                algo.env_runner_group.num_healthy_remote_workers() == 2
+                and len(sizes) >= 2
+                and sizes[-1] - sizes[-2] == 8
+            ):
                 break  # restarted, and both runners collect again
         assert np.isfinite(result["learners"]["synpo"]["policy_loss"])
         assert sizes[-1] - sizes[-2] == 8, f"replay sizes after the kill: {sizes}"
@@ -109,12 +121,20 @@ def test_a_two_trial_sweep_from_the_tuned_example(cluster, tmp_path):
     head, _ = cluster
     shipped = Path(__file__).resolve().parents[2] / "tuned_examples" / "synpo_gridworld_sweep.yaml"
     experiments = yaml.safe_load(shipped.read_text())
-    (name, spec), = experiments.items()
-    assert spec["config"]["l2"] == {"grid_search": [0.01, 0.1]} and spec["config"]["seed"] == {"grid_search": [0, 1]}
+    ((name, spec),) = experiments.items()
+    assert spec["config"]["l2"] == {"grid_search": [0.01, 0.1]} and spec["config"]["seed"] == {
+        "grid_search": [0, 1]
+    }
     spec["stop"] = {"training_iteration": 2}
     spec["config"].update(
-        seed=0, l3=0.001, trajectories_per_update=4, updates_per_iteration=1, warmup_trajectories=4,
-        model_config=TINY_MODEL, evaluation_interval=None, custom_resources_per_env_runner={WORKER: 1},
+        seed=0,
+        l3=0.001,
+        trajectories_per_update=4,
+        updates_per_iteration=1,
+        warmup_trajectories=4,
+        model_config=TINY_MODEL,
+        evaluation_interval=None,
+        custom_resources_per_env_runner={WORKER: 1},
         env_config={"num_slots": 4, "gridworld": {"max_steps": 60}},
     )
     path = tmp_path / "sweep.yaml"
@@ -144,10 +164,17 @@ def _tiny_study(tmp_path: Path, networks: list[str], seeds: list[int], iteration
     spec["stop"] = {"training_iteration": iterations}
     spec["checkpoint_config"] = {"checkpoint_frequency": iterations, "checkpoint_at_end": True}
     spec["config"].update(
-        seed={"grid_search": seeds}, lr=1e-3, lr_schedule_clock="states_collected", states_per_update=16,
-        updates_per_iteration=1, episodes_per_env_runner=1, warmup_trajectories=4, evaluation_interval=None,
+        seed={"grid_search": seeds},
+        lr=1e-3,
+        lr_schedule_clock="states_collected",
+        states_per_update=16,
+        updates_per_iteration=1,
+        episodes_per_env_runner=1,
+        warmup_trajectories=4,
+        evaluation_interval=None,
         model_config={"grid_search": [{**TINY_MODEL, "network": network} for network in networks]},
-        env_config={"num_slots": 4, "gridworld": {"max_steps": 60}}, callbacks="tests.rllib.node_recorder.NodeRecorder",
+        env_config={"num_slots": 4, "gridworld": {"max_steps": 60}},
+        callbacks="tests.rllib.node_recorder.NodeRecorder",
     )
     path = tmp_path / "study.yaml"
     path.write_text(yaml.safe_dump(experiments))

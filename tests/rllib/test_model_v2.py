@@ -20,7 +20,9 @@ def test_old_stack_ppo_iteration(ray_session):
         .framework("torch")
         .env_runners(num_env_runners=0, rollout_fragment_length=100)
         .training(
-            train_batch_size=100, minibatch_size=50, num_epochs=1,
+            train_batch_size=100,
+            minibatch_size=50,
+            num_epochs=1,
             model={"custom_model": "synpo", "custom_model_config": TINY_MODEL},
         )
     )

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from synpo_envs.gridworld import GridWorld
 
-from rllib_synpo.losses import NO_TRANSITION
 from rllib_synpo.env.pair_env import SynPoPairsEnv, shard_pairs
 from rllib_synpo.env.trajectory import Trajectory
+from rllib_synpo.losses import NO_TRANSITION
 from rllib_synpo.replay import TrajectoryReplay
 
 PAIRS = [(e, t) for e in range(3) for t in range(4)]
@@ -56,9 +56,16 @@ def test_expert_behaviour_plays_the_expert_and_labels_every_observation():
 def test_seeded_env_replays_and_epsilon_perturbs():
     first = _play(SynPoPairsEnv({"pairs": PAIRS, "num_slots": 3, "seed": 7}))
     again = _play(SynPoPairsEnv({"pairs": PAIRS, "num_slots": 3, "seed": 7}))
-    assert all(np.array_equal(a["obs"][-1]["obs"], b["obs"][-1]["obs"]) for a, b in zip(first.values(), again.values()))
+    assert all(
+        np.array_equal(a["obs"][-1]["obs"], b["obs"][-1]["obs"])
+        for a, b in zip(first.values(), again.values())
+    )
     noisy = _play(SynPoPairsEnv({"pairs": PAIRS, "num_slots": 8, "seed": 7, "expert_epsilon": 0.5}))
-    differ = [i["executed_action"] != j["expert_action"] for e in noisy.values() for j, i in zip(e["infos"][:-1], e["infos"][1:])]
+    differ = [
+        i["executed_action"] != j["expert_action"]
+        for e in noisy.values()
+        for j, i in zip(e["infos"][:-1], e["infos"][1:])
+    ]
     assert 0.2 < np.mean(differ) < 0.6
 
 
@@ -69,7 +76,14 @@ def test_policy_behaviour_needs_an_action_per_active_agent():
         env.step({"slot_0": 1})
 
 
-@pytest.mark.parametrize("config, message", [({"colour": 1}, "colour"), ({"behaviour": "random"}, "random"), ({"expert_epsilon": 2}, "expert_epsilon")])
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        ({"colour": 1}, "colour"),
+        ({"behaviour": "random"}, "random"),
+        ({"expert_epsilon": 2}, "expert_epsilon"),
+    ],
+)
 def test_bad_env_config_is_named(config, message):
     with pytest.raises(ValueError, match=message):
         SynPoPairsEnv(config)
@@ -86,7 +100,13 @@ def _trajectory(seed, frame_stack=4):
         rewards.append(reward)
         done = terminated or truncated
     stacked = np.stack(observations[:-1])
-    trajectory = Trajectory(stacked[:, -3:].copy(), *env.pair, np.array(labels[:-1]), np.array(labels[:-1]), np.array(rewards, np.float32))
+    trajectory = Trajectory(
+        stacked[:, -3:].copy(),
+        *env.pair,
+        np.array(labels[:-1]),
+        np.array(labels[:-1]),
+        np.array(rewards, np.float32),
+    )
     return trajectory, stacked
 
 
@@ -152,7 +172,9 @@ def test_state_samples_follow_the_fifo_and_a_restored_replay():
     batch = replay.sample_states(256)
     assert {obs.tobytes() for obs in batch["obs"]} <= stored
     assert restored.num_steps == replay.num_steps
-    assert np.array_equal(restored.sample_states(256)["obs"], batch["obs"])  # the state was saved before that draw
+    assert np.array_equal(
+        restored.sample_states(256)["obs"], batch["obs"]
+    )  # the state was saved before that draw
     too_small = TrajectoryReplay(capacity=2, frame_stack=4)
     with pytest.raises(ValueError, match="holds 3 trajectories, more than this replay's capacity 2"):
         too_small.set_state(replay.get_state())
@@ -161,15 +183,19 @@ def test_state_samples_follow_the_fifo_and_a_restored_replay():
 def _synthetic(rng, length, pair=(1, 2)):
     """A trajectory of random small frames and labels (with relabelled task labels)."""
     return Trajectory(
-        rng.integers(0, 256, (length, 3, 2, 2), dtype=np.uint8), *pair, rng.integers(0, 5, length).astype(np.int8),
-        rng.integers(0, 5, length).astype(np.int8), rng.standard_normal(length).astype(np.float32),
+        rng.integers(0, 256, (length, 3, 2, 2), dtype=np.uint8),
+        *pair,
+        rng.integers(0, 5, length).astype(np.int8),
+        rng.integers(0, 5, length).astype(np.int8),
+        rng.standard_normal(length).astype(np.float32),
         task_labels=rng.integers(-1, 5, (length, 20)).astype(np.int8),
     )
 
 
 def _same(a, b):
     return (a.env_id, a.task_id) == (b.env_id, b.task_id) and all(
-        np.array_equal(getattr(a, name), getattr(b, name)) for name in ("frames", "expert_action", "action", "reward", "task_labels")
+        np.array_equal(getattr(a, name), getattr(b, name))
+        for name in ("frames", "expert_action", "action", "reward", "task_labels")
     )
 
 
@@ -185,7 +211,9 @@ def test_the_ring_keeps_the_newest_trajectories_intact_in_bounded_memory(monkeyp
         newest = added[-7:]
         slots = [(i - len(newest) + 1 + k) % 7 for k in range(len(newest))]  # the slot of each, FIFO order
         assert all(_same(replay.trajectories()[slot], t) for slot, t in zip(slots, newest))
-    assert replay.num_steps == sum(len(t) for t in added[-7:]) and replay.steps_added == sum(len(t) for t in added)
+    assert replay.num_steps == sum(len(t) for t in added[-7:]) and replay.steps_added == sum(
+        len(t) for t in added
+    )
     assert len(replay._steps["frames"]) <= 2 * 7 * 40  # it stopped growing near the live rows
     restored = TrajectoryReplay(capacity=7, frame_stack=4, seed=0)
     restored.set_state(replay.get_state())  # wrapped around: the layout comes back as it was
@@ -207,16 +235,23 @@ def test_state_batches_are_the_stacks_of_the_drawn_steps():
     which = np.searchsorted(np.cumsum(lengths), flat, side="right")
     steps = flat - (np.cumsum(lengths) - lengths)[which]
     assert np.array_equal(batch["obs"], np.stack([kept[w].stacked_obs(4)[s] for w, s in zip(which, steps)]))
-    assert np.array_equal(batch["task_labels"], np.stack([kept[w].task_labels[s] for w, s in zip(which, steps)]))
+    assert np.array_equal(
+        batch["task_labels"], np.stack([kept[w].task_labels[s] for w, s in zip(which, steps)])
+    )
     assert np.array_equal(batch["reward"], np.array([kept[w].reward[s] for w, s in zip(which, steps)]))
-    assert batch["obs"].dtype == np.uint8 and batch["expert_action"].dtype == batch["env_id"].dtype == np.int64
+    assert (
+        batch["obs"].dtype == np.uint8 and batch["expert_action"].dtype == batch["env_id"].dtype == np.int64
+    )
 
 
 def test_a_replay_restores_from_an_older_checkpoints_trajectory_list():
     rng = np.random.default_rng(2)
     replay = TrajectoryReplay(capacity=4, frame_stack=4, seed=0)
     replay.add([_synthetic(rng, int(n)) for n in (5, 9, 2, 7, 3, 11)])
-    older = {**{k: replay.get_state()[k] for k in ("next", "added", "steps_added", "rng")}, "items": replay.trajectories()}
+    older = {
+        **{k: replay.get_state()[k] for k in ("next", "added", "steps_added", "rng")},
+        "items": replay.trajectories(),
+    }
     restored = TrajectoryReplay(capacity=4, frame_stack=4)
     restored.set_state(older)
     assert all(_same(a, b) for a, b in zip(restored.trajectories(), replay.trajectories()))
@@ -240,4 +275,6 @@ def test_repeating_a_seed_continues_instead_of_replaying():
     env = SynPoPairsEnv({"pairs": PAIRS, "num_slots": 3})
     first = env.reset(seed=5)[0]["slot_0"]["obs"]
     assert not np.array_equal(env.reset(seed=5)[0]["slot_0"]["obs"], first)  # RLlib re-sends its seed
-    assert np.array_equal(SynPoPairsEnv({"pairs": PAIRS, "num_slots": 3}).reset(seed=5)[0]["slot_0"]["obs"], first)
+    assert np.array_equal(
+        SynPoPairsEnv({"pairs": PAIRS, "num_slots": 3}).reset(seed=5)[0]["slot_0"]["obs"], first
+    )

@@ -34,7 +34,15 @@ def tiny_ppo_config(checkpoint, **training):
     from rllib_synpo.algorithms.synpo_ppo.synpo_ppo import SynPoPPOConfig
 
     config = SynPoPPOConfig().rl_module(model_config=dict(TINY_MODEL))
-    config.training(**{"imitation_checkpoint": str(checkpoint), "train_batch_size": 128, "minibatch_size": 64, "num_epochs": 1, **training})
+    config.training(
+        **{
+            "imitation_checkpoint": str(checkpoint),
+            "train_batch_size": 128,
+            "minibatch_size": 64,
+            "num_epochs": 1,
+            **training,
+        }
+    )
     return config.environment(env_config={"num_slots": 4}).debugging(seed=3)
 
 
@@ -61,7 +69,9 @@ def test_one_iteration_from_the_imitation_checkpoint(ppo_algo, tmp_path):
     assert isinstance(optimizer, torch.optim.RMSprop) and optimizer.param_groups[0]["weight_decay"] == 1e-4
     assert (optimizer.defaults["alpha"], optimizer.defaults["eps"]) == (0.99, 1e-5)  # the paper's
     value_optimizer = algo.learner_group._learner.get_optimizer("synpo", "value")  # the value head's own
-    value_head = {id(p) for p in algo.learner_group._learner.module["synpo"].unwrapped().net.value_head.parameters()}
+    value_head = {
+        id(p) for p in algo.learner_group._learner.module["synpo"].unwrapped().net.value_head.parameters()
+    }
     assert {id(p) for p in value_optimizer.param_groups[0]["params"]} == value_head
     assert not value_head & {id(p) for p in optimizer.param_groups[0]["params"]}
     assert value_optimizer.param_groups[0]["lr"] == 1e-3 and optimizer.param_groups[0]["lr"] == 2.5e-5
@@ -104,18 +114,23 @@ def test_the_greedy_evaluation_check_catches_a_different_policy(ppo_algo, imitat
 
 
 def test_a_mismatched_checkpoint_fails_loudly(imitation_checkpoint, tmp_path):
-    from rllib_synpo.checkpoint import META_FILE
     from rllib_synpo.algorithms.synpo_ppo.synpo_ppo import ImitationCheckpointError
+    from rllib_synpo.checkpoint import META_FILE
 
     other = {**TINY_MODEL, "embedding_dim": 16}
-    with pytest.raises(ValueError, match="model_config .* differs from the imitation checkpoint's .*leave model_config out"):
+    with pytest.raises(
+        ValueError, match="model_config .* differs from the imitation checkpoint's .*leave model_config out"
+    ):
         tiny_ppo_config(imitation_checkpoint).rl_module(model_config=other).build_algo()
     # A checkpoint that does not record its model_config (older ones) fails when loading.
     older = Path(shutil.copytree(imitation_checkpoint, tmp_path / "older"))
     meta = json.loads((older / META_FILE).read_text())
     del meta["model_config"]
     (older / META_FILE).write_text(json.dumps(meta))
-    with pytest.raises(ImitationCheckpointError, match="could not load the imitation module .*size mismatch for net.env_embedding.weight"):
+    with pytest.raises(
+        ImitationCheckpointError,
+        match="could not load the imitation module .*size mismatch for net.env_embedding.weight",
+    ):
         tiny_ppo_config(older).rl_module(model_config=other).build_algo()
 
 
@@ -126,7 +141,9 @@ def test_a_corrupted_checkpoint_fails_loudly(imitation_checkpoint, tmp_path):
     (broken / MODULE_FILES / "module_state.pkl").write_bytes(b"not a pickle")
     with pytest.raises(ImitationCheckpointError, match="could not load the imitation module"):
         tiny_ppo_config(broken).build_algo()
-    with pytest.raises(ImitationCheckpointError, match="could not load the imitation module"):  # the KL's reference too
+    with pytest.raises(
+        ImitationCheckpointError, match="could not load the imitation module"
+    ):  # the KL's reference too
         tiny_ppo_config(broken, imitation_kl_coeff=1.0).build_algo()
 
 
@@ -137,7 +154,13 @@ def test_a_corrupted_checkpoint_fails_loudly(imitation_checkpoint, tmp_path):
         ({"optimizer_type": "sgd"}, "`optimizer_type` must be one of"),
         ({"weight_decay": -0.1}, "weight_decay"),
         ({"value_lr": 0}, "`value_lr` must be a number > 0, got 0"),
-        ({"lr": [[0, 2.5e-5], [1000, "1e-05"]]}, r"`lr` must be a number > 0 or a schedule .*write 2.0e-05\), got \[\[0, 2.5e-05\], \[1000, '1e-05'\]\]"),
+        (
+            {"lr": [[0, 2.5e-5], [1000, "1e-05"]]},
+            (
+                r"`lr` must be a number > 0 or a schedule .*write 2.0e-05\), "
+                r"got \[\[0, 2.5e-05\], \[1000, '1e-05'\]\]"
+            ),
+        ),
         ({"imitation_kl_coeff": -1.0}, "`imitation_kl_coeff` must be a number >= 0"),
         ({"load_check_episodes_per_pair": 0}, "load_check_episodes_per_pair"),
         ({"finetune_pairs": "train"}, "`finetune_pairs` must be one of .*got 'train'"),
@@ -166,7 +189,9 @@ def test_finetune_pairs_needs_pairs_of_that_kind(imitation_checkpoint):
 
     split, _ = tiny_ppo_config(imitation_checkpoint).resolved_split()
     every_pair = Split(num_envs=20, num_tasks=20, seen=split.all_pairs, name="everything")
-    with pytest.raises(ValueError, match="`finetune_pairs` 'unseen': the split 'everything' has no unseen pairs"):
+    with pytest.raises(
+        ValueError, match="`finetune_pairs` 'unseen': the split 'everything' has no unseen pairs"
+    ):
         tiny_ppo_config(imitation_checkpoint, finetune_pairs="unseen", split=every_pair).validate()
 
 
@@ -183,22 +208,33 @@ def test_the_kl_penalty_reads_a_frozen_imitation_policy(imitation_checkpoint):
     from ray.rllib.core.columns import Columns
     from ray.rllib.core.learner.learner import DEFAULT_OPTIMIZER
 
-    from rllib_synpo.losses import kl_to_reference
-    from rllib_synpo.env.pair_env import SynPoPairsEnv
     from rllib_synpo.algorithms.synpo_ppo.torch.synpo_ppo_torch_learner import VALUE_OPTIMIZER
+    from rllib_synpo.env.pair_env import SynPoPairsEnv
+    from rllib_synpo.losses import kl_to_reference
 
     algo = tiny_ppo_config(imitation_checkpoint, imitation_kl_coeff=1.0).build_algo()
     try:
         learner = algo.learner_group._learner
         module, reference = learner.module["synpo"].unwrapped(), learner.imitation_reference
-        optimized = {id(p) for name in (DEFAULT_OPTIMIZER, VALUE_OPTIMIZER) for group in learner.get_optimizer("synpo", name).param_groups for p in group["params"]}
+        optimized = {
+            id(p)
+            for name in (DEFAULT_OPTIMIZER, VALUE_OPTIMIZER)
+            for group in learner.get_optimizer("synpo", name).param_groups
+            for p in group["params"]
+        }
         assert not optimized & {id(p) for p in reference.parameters()}
         env = SynPoPairsEnv({"num_slots": 4, "pairs": [[0, 0], [3, 5]], "gridworld": {"max_steps": 60}})
         observations, _ = env.reset(seed=0)
-        obs = {key: torch.as_tensor(np.stack([o[key] for o in observations.values()])) for key in next(iter(observations.values()))}
+        obs = {
+            key: torch.as_tensor(np.stack([o[key] for o in observations.values()]))
+            for key in next(iter(observations.values()))
+        }
 
         def kl() -> float:
-            logits = [m.forward_inference({Columns.OBS: obs})[Columns.ACTION_DIST_INPUTS] for m in (reference, module)]
+            logits = [
+                m.forward_inference({Columns.OBS: obs})[Columns.ACTION_DIST_INPUTS]
+                for m in (reference, module)
+            ]
             return kl_to_reference(*logits).item()
 
         reference_before = _weights(reference)
@@ -225,7 +261,9 @@ def test_the_checkpoint_decides_the_network_and_spelled_out_gridworld_defaults_m
     from rllib_synpo.rl_module import check_model_config
 
     config = SynPoPPOConfig().training(imitation_checkpoint=str(imitation_checkpoint))  # no model_config
-    config.environment(env_config={"gridworld": {"max_steps": 60, "window": 1, "frame_stack": 4}})  # spelled-out defaults
+    config.environment(
+        env_config={"gridworld": {"max_steps": 60, "window": 1, "frame_stack": 4}}
+    )  # spelled-out defaults
     config.validate()
     assert check_model_config(config.model_config) == check_model_config(TINY_MODEL)
 
@@ -235,7 +273,11 @@ def _tuned_example(checkpoint, tmp_path) -> Path:
     shipped = Path(__file__).resolve().parents[2] / "tuned_examples" / "synpo_gridworld_ppo.yaml"
     experiments = yaml.safe_load(shipped.read_text())
     config = experiments["synpo-gridworld-ppo"]["config"]
-    config.update(imitation_checkpoint=str(checkpoint), model_config=TINY_MODEL, env_config={"num_slots": 4, "gridworld": {"max_steps": 60}})
+    config.update(
+        imitation_checkpoint=str(checkpoint),
+        model_config=TINY_MODEL,
+        env_config={"num_slots": 4, "gridworld": {"max_steps": 60}},
+    )
     path = tmp_path / "ppo.yaml"
     path.write_text(yaml.safe_dump(experiments))
     return path
@@ -247,7 +289,11 @@ def test_the_tuned_example_is_valid(imitation_checkpoint, tmp_path):
     experiments = load_experiments(_tuned_example(imitation_checkpoint, tmp_path))
     spec = experiments["synpo-gridworld-ppo"]
     assert spec["run"] == "SynPoPPO"
-    assert spec["config"]["optimizer_type"] == "rmsprop" and spec["config"]["lr"] == 2.5e-5 and spec["config"]["clip_param"] == 0.1
+    assert (
+        spec["config"]["optimizer_type"] == "rmsprop"
+        and spec["config"]["lr"] == 2.5e-5
+        and spec["config"]["clip_param"] == 0.1
+    )
 
 
 def test_tune_runs_synpoppo_by_name(imitation_checkpoint, tmp_path):
@@ -277,12 +323,21 @@ def test_slots_done_before_their_episode_ends_count_zero_steps_not_nan(imitation
 
     # The expert's episodes end at different steps in different slots (PPO runs the policy).
     config = tiny_ppo_config(imitation_checkpoint)
-    config.environment(env_config={"num_slots": 4, "behaviour": "expert", "pairs": [[0, 0], [1, 1]], "gridworld": {"max_steps": 60}})
+    config.environment(
+        env_config={
+            "num_slots": 4,
+            "behaviour": "expert",
+            "pairs": [[0, 0], [1, 1]],
+            "gridworld": {"max_steps": 60},
+        }
+    )
     runner = SynPoPPOEnvRunner(config=config, worker_index=0, num_workers=0)
     absent = 0
     for _ in range(60):
         episodes = runner.sample(num_timesteps=1)  # one env step
-        stepped = {str(aid) for episode in episodes for aid, agent in episode.agent_episodes.items() if len(agent)}
+        stepped = {
+            str(aid) for episode in episodes for aid, agent in episode.agent_episodes.items() if len(agent)
+        }
         counts = runner.get_metrics()[NUM_AGENT_STEPS_SAMPLED]
         absent += len(set(counts) - stepped)
         assert all(float(count) >= 0 for count in counts.values()), counts  # NaN fails too

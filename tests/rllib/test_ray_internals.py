@@ -46,7 +46,9 @@ def _defined(cls: type, attribute: str) -> bool:
     return f"self.{attribute} =" in source or f"self.{attribute}: " in source
 
 
-@pytest.mark.parametrize("cls, attribute, reader", RAY_INTERNALS, ids=[f"{c.__name__}.{a}" for c, a, _ in RAY_INTERNALS])
+@pytest.mark.parametrize(
+    "cls, attribute, reader", RAY_INTERNALS, ids=[f"{c.__name__}.{a}" for c, a, _ in RAY_INTERNALS]
+)
 def test_the_ray_internal_still_exists(cls, attribute, reader):
     assert _defined(cls, attribute), f"Ray no longer has {cls.__name__}.{attribute}, which {reader} uses"
 
@@ -58,5 +60,10 @@ def test_the_learner_overrides_only_public_learner_hooks():
     from rllib_synpo.algorithms.synpo_ppo.torch.synpo_ppo_torch_learner import SynPoPPOTorchLearner
 
     for learner in (SynPoTorchLearner, SynPoPPOTorchLearner):
-        overridden = {name for name in vars(learner) if callable(getattr(learner, name)) and hasattr(TorchLearner, name)}
-        assert overridden and not {name for name in overridden if name.startswith("_")}, (learner.__name__, overridden)
+        overridden = {
+            name for name in vars(learner) if callable(getattr(learner, name)) and hasattr(TorchLearner, name)
+        }
+        assert overridden and not {name for name in overridden if name.startswith("_")}, (
+            learner.__name__,
+            overridden,
+        )

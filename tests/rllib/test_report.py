@@ -7,11 +7,11 @@ so the tests need neither Ray nor a training run.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import json
 import math
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -330,7 +330,11 @@ def test_a_trial_stopped_before_its_stop_criteria_is_missing_though_tune_says_te
     exp.mkdir(exist_ok=True)
     results = [{"time_total_s": 3601.5}, {"time_total_s": 1200.0}]
     runtimes = [json.dumps({"start_time": 1.0, "last_result": result}) for result in results]
-    state = {"trial_data": [[json.dumps(t), r] for t, r in zip((done, cut), runtimes)], "runner_data": {}, "stats": {}}
+    state = {
+        "trial_data": [[json.dumps(t), r] for t, r in zip((done, cut), runtimes)],
+        "runner_data": {},
+        "stats": {},
+    }
     (exp / "experiment_state-2026-12-01_21-21-38.json").write_text(json.dumps(state))
     report_experiment(exp, echo=None)
     row = _rows(exp / "report")["interrupted"]
@@ -352,11 +356,17 @@ def test_states_and_curves_come_from_result_json_where_progress_csv_lacks_their_
         )
         results = [
             {"training_iteration": 1, "time_total_s": 60.0},
-            {"training_iteration": 2, "time_total_s": 120.0, "learners": {"__all_modules__": {
-                "num_module_steps_trained_lifetime": 2048}}, "evaluation": {
-                "seen_avg_success_rate": 0.2, "unseen_avg_success_rate": 0.1 * index}},
-            {"training_iteration": 3, "time_total_s": 180.0, "learners": {"__all_modules__": {
-                "num_module_steps_trained_lifetime": 4096 * (index + 1)}}},
+            {
+                "training_iteration": 2,
+                "time_total_s": 120.0,
+                "learners": {"__all_modules__": {"num_module_steps_trained_lifetime": 2048}},
+                "evaluation": {"seen_avg_success_rate": 0.2, "unseen_avg_success_rate": 0.1 * index},
+            },
+            {
+                "training_iteration": 3,
+                "time_total_s": 180.0,
+                "learners": {"__all_modules__": {"num_module_steps_trained_lifetime": 4096 * (index + 1)}},
+            },
         ]
         (folder / "result.json").write_text("".join(json.dumps(r) + "\n" for r in results))
     report_experiment(exp, echo=None)
@@ -364,7 +374,9 @@ def test_states_and_curves_come_from_result_json_where_progress_csv_lacks_their_
     assert row["states_trained_mean"] == pytest.approx((4096 + 8192) / 2)
     assert row["train_minutes_mean"] == pytest.approx(3.0)
     (group,) = report.read_study(exp).groups
-    unseen = sorted(float(t.progress["evaluation/unseen_avg_success_rate"].dropna().iloc[0]) for t in group.trials)
+    unseen = sorted(
+        float(t.progress["evaluation/unseen_avg_success_rate"].dropna().iloc[0]) for t in group.trials
+    )
     assert unseen == [0.0, 0.1]  # each trial's periodic evaluation, read from its result.json
 
 
@@ -499,6 +511,9 @@ def test_a_grid_over_whole_model_configs_is_labelled_by_what_tells_the_groups_ap
 
 
 def test_importing_the_module_loads_neither_ray_nor_matplotlib():
-    probe = "import sys, rllib_synpo.studies.report; print(sorted({'ray', 'matplotlib'} & {m.split('.')[0] for m in sys.modules}))"
+    probe = (
+        "import sys, rllib_synpo.studies.report; "
+        "print(sorted({'ray', 'matplotlib'} & {m.split('.')[0] for m in sys.modules}))"
+    )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

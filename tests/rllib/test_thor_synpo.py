@@ -31,8 +31,8 @@ from synpo_envs.thor.expert import NoPlanError, ThorExpert, next_stage
 
 from rllib_synpo.checkpoint import load_pickle
 from rllib_synpo.env.trajectory import Trajectory
-from rllib_synpo.replay import TrajectoryReplay
 from rllib_synpo.networks.thor_encoder import ThorStateEncoder
+from rllib_synpo.replay import TrajectoryReplay
 from tests.envs.thor.conftest import make_env, standin_executable, thor_home  # noqa: F401  (fixtures)
 from tests.envs.thor.scenario import FRAME_PIXELS
 
@@ -77,7 +77,10 @@ def thor_batch(space: gym.spaces.Dict, n: int = 5) -> dict[str, torch.Tensor]:
 def test_thor_encoder_has_the_papers_sizes():
     encoder = ThorStateEncoder((4, 2048), num_held=NUM_HELD_VALUES)
     convs = [layer for layer in encoder.convs if isinstance(layer, torch.nn.Conv1d)]
-    assert [(c.in_channels, c.out_channels, c.kernel_size, c.stride) for c in convs] == [(2048, 1024, (3,), (2,)), (1024, 1024, (3,), (2,))]
+    assert [(c.in_channels, c.out_channels, c.kernel_size, c.stride) for c in convs] == [
+        (2048, 1024, (3,), (2,)),
+        (1024, 1024, (3,), (2,)),
+    ]
     assert encoder.held_embedding.embedding_dim == 32
     first, _, last = encoder.head
     assert (first.in_features, first.out_features, last.out_features) == (1056, 2048, 256)
@@ -87,16 +90,22 @@ def test_thor_encoder_has_the_papers_sizes():
 
 @pytest.mark.parametrize("frames, size", [(4, 1280), (4, 8), (2, 16), (1, 3)])
 def test_thor_encoder_sizes_follow_the_features(frames, size):
-    encoder = ThorStateEncoder((frames, size), feature_dim=16, num_held=NUM_HELD_VALUES, channels=8, held_dim=4, hidden_dim=32)
+    encoder = ThorStateEncoder(
+        (frames, size), feature_dim=16, num_held=NUM_HELD_VALUES, channels=8, held_dim=4, hidden_dim=32
+    )
     assert encoder.head[0].in_features == 8 + 4  # the time convolutions end at length 1
-    assert encoder({"features": torch.rand(6, frames, size), "held": torch.zeros(6, dtype=torch.long)}).shape == (6, 16)
+    assert encoder(
+        {"features": torch.rand(6, frames, size), "held": torch.zeros(6, dtype=torch.long)}
+    ).shape == (6, 16)
 
 
 def test_synpo_network_reads_thor_observations():
     from rllib_synpo.rl_module import network_from_spaces
 
     space = thor_space(feature_size=1280)
-    net = network_from_spaces(space, gym.spaces.Discrete(NUM_ACTIONS), {"encoder": "thor", "feature_dim": 256})
+    net = network_from_spaces(
+        space, gym.spaces.Discrete(NUM_ACTIONS), {"encoder": "thor", "feature_dim": 256}
+    )
     batch = thor_batch(space)
     out = net({key: batch[key] for key in ("features", "held")}, batch["env_id"], batch["task_id"])
     assert out.logits.shape == (5, NUM_ACTIONS) and out.sa_features.shape == (5, NUM_ACTIONS, 128)
@@ -106,13 +115,27 @@ def test_synpo_network_reads_thor_observations():
 def test_encoder_and_observation_must_match():
     from rllib_synpo.rl_module import network_from_spaces
 
-    with pytest.raises(ValueError, match=r"encoder 'compact' reads the observation entries \['obs'\].*use encoder 'thor'"):
+    with pytest.raises(
+        ValueError, match=r"encoder 'compact' reads the observation entries \['obs'\].*use encoder 'thor'"
+    ):
         network_from_spaces(thor_space(), gym.spaces.Discrete(NUM_ACTIONS), {})
-    gridworld = gym.spaces.Dict({"obs": gym.spaces.Box(0, 255, (12, 16, 16), np.uint8), "env_id": gym.spaces.Discrete(2), "task_id": gym.spaces.Discrete(2)})
-    with pytest.raises(ValueError, match=r"encoder 'thor' reads the observation entries \['features', 'held'\]"):
+    gridworld = gym.spaces.Dict(
+        {
+            "obs": gym.spaces.Box(0, 255, (12, 16, 16), np.uint8),
+            "env_id": gym.spaces.Discrete(2),
+            "task_id": gym.spaces.Discrete(2),
+        }
+    )
+    with pytest.raises(
+        ValueError, match=r"encoder 'thor' reads the observation entries \['features', 'held'\]"
+    ):
         network_from_spaces(gridworld, gym.spaces.Discrete(5), {"encoder": "thor"})
     with pytest.raises(ValueError, match="features and held"):
-        network_from_spaces(gym.spaces.Dict({"features": thor_space()["features"]}), gym.spaces.Discrete(5), {"encoder": "thor"})
+        network_from_spaces(
+            gym.spaces.Dict({"features": thor_space()["features"]}),
+            gym.spaces.Discrete(5),
+            {"encoder": "thor"},
+        )
 
 
 # --- the replay keeps one feature row and the held id per step --------------------------------------
@@ -125,7 +148,9 @@ def test_replay_rebuilds_thor_feature_stacks():
     stacks = trajectory.stacked_obs(4)
     assert stacks.shape == (6, 4, 5) and stacks.dtype == np.float32
     assert np.array_equal(stacks[0], np.concatenate([np.zeros((3, 5), np.float32), rows[0]]))
-    assert np.array_equal(stacks[5], rows[2:6, 0]) and np.array_equal(trajectory.stacked_obs_at(5, 4), stacks[5])
+    assert np.array_equal(stacks[5], rows[2:6, 0]) and np.array_equal(
+        trajectory.stacked_obs_at(5, 4), stacks[5]
+    )
     replay = TrajectoryReplay(capacity=2, frame_stack=4, seed=0)
     replay.add([trajectory])
     batch = replay.sample(2)
@@ -202,7 +227,11 @@ def test_expert_never_repeats_a_failed_move(make_env, monkeypatch):  # noqa: F81
 
 def _metadata(agent_xz, objects, rotation=0.0, horizon=30.0):
     return {
-        "agent": {"position": {"x": agent_xz[0], "y": 0.9, "z": agent_xz[1]}, "rotation": {"y": rotation}, "cameraHorizon": horizon},
+        "agent": {
+            "position": {"x": agent_xz[0], "y": 0.9, "z": agent_xz[1]},
+            "rotation": {"y": rotation},
+            "cameraHorizon": horizon,
+        },
         "objects": objects,
         "inventoryObjects": [],
     }
@@ -210,7 +239,14 @@ def _metadata(agent_xz, objects, rotation=0.0, horizon=30.0):
 
 def _obj(kind, xyz, **flags):
     x, y, z = xyz
-    return {"objectId": f"{kind}|{x}|{z}", "objectType": kind, "position": {"x": x, "y": y, "z": z}, "distance": 0.0, "visible": False, **flags}
+    return {
+        "objectId": f"{kind}|{x}|{z}",
+        "objectType": kind,
+        "position": {"x": x, "y": y, "z": z},
+        "distance": 0.0,
+        "visible": False,
+        **flags,
+    }
 
 
 def test_expert_plans_from_metadata_alone():
@@ -236,8 +272,14 @@ def test_expert_plans_from_metadata_alone():
 def _pairs_env(standin_executable, **config):  # noqa: F811
     from rllib_synpo.env.thor_pair_env import ThorPairsEnv
 
-    thor = {"kitchens": ["FloorPlan1", "FloorPlan2"], "featurizer": MeanColour(), "width": FRAME_PIXELS, "height": FRAME_PIXELS,
-            "max_steps": 40, "local_executable_path": standin_executable}
+    thor = {
+        "kitchens": ["FloorPlan1", "FloorPlan2"],
+        "featurizer": MeanColour(),
+        "width": FRAME_PIXELS,
+        "height": FRAME_PIXELS,
+        "max_steps": 40,
+        "local_executable_path": standin_executable,
+    }
     return ThorPairsEnv({"num_slots": 2, "seed": 3, "thor": thor, **config})
 
 
@@ -262,8 +304,10 @@ def _run_episode(env) -> list[tuple]:
         if terms["__all__"]:
             break
     # The replay's per-step record (the newest feature row) rebuilds the env's stacks.
-    for agent, seen in stacks.items():
-        trajectory = Trajectory(np.stack(seen)[:, -1:], 0, 0, np.zeros(len(seen)), np.zeros(len(seen)), np.zeros(len(seen)))
+    for _agent, seen in stacks.items():
+        trajectory = Trajectory(
+            np.stack(seen)[:, -1:], 0, 0, np.zeros(len(seen)), np.zeros(len(seen)), np.zeros(len(seen))
+        )
         assert np.array_equal(trajectory.stacked_obs(env.kitchens[0].frame_stack), np.stack(seen))
     return record + [("done", {agent: info["success"] for agent, info in done.items()})]
 
@@ -308,14 +352,23 @@ def test_pairs_env_config_errors():
 def test_synpo_config_checks_the_thor_setup():
     from rllib_synpo import SynPoConfig
 
-    base = {"env": "synpo_thor_pairs", "split": {"thor": {"num_envs": 2, "num_seen": 8, "min_per_task": 0}},
-            "env_config": {"thor": {"kitchens": ["FloorPlan1", "FloorPlan2"]}}}
+    base = {
+        "env": "synpo_thor_pairs",
+        "split": {"thor": {"num_envs": 2, "num_seen": 8, "min_per_task": 0}},
+        "env_config": {"thor": {"kitchens": ["FloorPlan1", "FloorPlan2"]}},
+    }
     SynPoConfig().update_from_dict({**base, "_model_config": {"encoder": "thor"}}).validate()
     for extra, message in [
         ({"_model_config": {"encoder": "compact"}}, "THOR needs encoder 'thor'"),
-        ({"_model_config": {"encoder": "thor"}, "split": {"thor": {"num_seen": 144}}}, "covers 19 x 21 pairs, but synpo_thor_pairs has 2 kitchens"),
+        (
+            {"_model_config": {"encoder": "thor"}, "split": {"thor": {"num_seen": 144}}},
+            "covers 19 x 21 pairs, but synpo_thor_pairs has 2 kitchens",
+        ),
         ({"_model_config": {"encoder": "thor"}, "relabel_seen_tasks": True}, "gridworld-only"),
-        ({"_model_config": {"encoder": "thor"}, "split": {"thor": {"num_envs": True}}}, "num_envs must be a positive integer, got True"),
+        (
+            {"_model_config": {"encoder": "thor"}, "split": {"thor": {"num_envs": True}}},
+            "num_envs must be a positive integer, got True",
+        ),
     ]:
         with pytest.raises(ValueError, match=message):
             SynPoConfig().update_from_dict({**base, **extra}).validate()
@@ -329,9 +382,23 @@ def test_standin_tuned_example_trains_end_to_end(tmp_path, thor_home, standin_ex
     storage = tmp_path / "results"
     environ = {**os.environ, "SYNPO_THOR_EXECUTABLE": standin_executable, "HOME": str(thor_home)}
     out = subprocess.run(
-        [sys.executable, "-m", "rllib_synpo.cli", "train", "file", str(ROOT / "tuned_examples" / "synpo_thor_standin.yaml"),
-         "--stop", '{"training_iteration": 2}', "--storage-path", str(storage)],
-        capture_output=True, text=True, timeout=280, env=environ, check=False,
+        [
+            sys.executable,
+            "-m",
+            "rllib_synpo.cli",
+            "train",
+            "file",
+            str(ROOT / "tuned_examples" / "synpo_thor_standin.yaml"),
+            "--stop",
+            '{"training_iteration": 2}',
+            "--storage-path",
+            str(storage),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=280,
+        env=environ,
+        check=False,
     )
     assert out.returncode == 0, out.stderr[-3000:]
     progress = pd.read_csv(next(storage.glob("synpo-thor-standin/*/progress.csv")))
@@ -381,7 +448,11 @@ def test_expert_on_a_real_build():
     )
     from synpo_envs.thor.launcher import resolve_build
 
-    options = {"local_executable_path": os.environ.get("SYNPO_THOR_EXECUTABLE"), "x_display": os.environ.get("SYNPO_THOR_X_DISPLAY"), "allow_download": False}
+    options = {
+        "local_executable_path": os.environ.get("SYNPO_THOR_EXECUTABLE"),
+        "x_display": os.environ.get("SYNPO_THOR_X_DISPLAY"),
+        "allow_download": False,
+    }
     try:
         resolve_build(ThorLaunchOptions(**options), ai2thor.build.COMMIT_ID)
     except ThorBuildNotFoundError as err:

@@ -31,18 +31,29 @@ from ray.tune.result import TIME_TOTAL_S
 from synpo_envs.splits import Split
 from synpo_envs.thor.constants import NUM_TASKS as NUM_THOR_TASKS
 
+from rllib_synpo.algorithms.last_evaluation import CarriesLastEvaluation
 from rllib_synpo.checkpoint import MODULE_ID, REPLAY_FILE, atomic_pickle, load_pickle, write_meta
 from rllib_synpo.columns import EXECUTED_ACTION, EXPERT_ACTION, NEXT_ROW, TASK_LABELS
 from rllib_synpo.env.expert_env_runner import ExpertEnvRunner, expert_env_to_module, policy_mapping_fn
-from rllib_synpo.env.registration import register_envs
 from rllib_synpo.env.pair_env import ENV_CONFIG_KEYS, PAIRS_ENV_NAME
+from rllib_synpo.env.registration import register_envs
 from rllib_synpo.env.splits import resolve_split
-from rllib_synpo.env.thor_pair_env import THOR_ENV_CONFIG_KEYS, THOR_PAIRS_ENV_NAME, num_kitchens, thor_frame_layout
+from rllib_synpo.env.thor_pair_env import (
+    THOR_ENV_CONFIG_KEYS,
+    THOR_PAIRS_ENV_NAME,
+    num_kitchens,
+    thor_frame_layout,
+)
 from rllib_synpo.env.trajectory import FrameLayout, collect_trajectories
 from rllib_synpo.losses import SF_TD_LOSS, LossWeights
 from rllib_synpo.networks import ENCODERS
 from rllib_synpo.replay import TrajectoryReplay
-from rllib_synpo.rl_module import DEFAULT_MODEL_CONFIG, THOR_STATE_KEYS, SynPoTorchRLModule, check_model_config
+from rllib_synpo.rl_module import (
+    DEFAULT_MODEL_CONFIG,
+    THOR_STATE_KEYS,
+    SynPoTorchRLModule,
+    check_model_config,
+)
 from rllib_synpo.utils.checks import (
     LEARNING_RATE,
     NON_NEGATIVE_INT,
@@ -53,6 +64,7 @@ from rllib_synpo.utils.checks import (
     one_of,
     optional,
 )
+from rllib_synpo.utils.console import quiet_rllib_notices
 from rllib_synpo.utils.denormals import flush_denormals_where_wanted
 from rllib_synpo.utils.precision import PRECISION
 
@@ -182,17 +194,30 @@ class SynPoConfig(AlgorithmConfig):
         """
         super().training(**kwargs)
         for name, value in {
-            "l1": l1, "l2": l2, "l3": l3, "replay_capacity": replay_capacity,
-            "trajectories_per_update": trajectories_per_update, "states_per_update": states_per_update,
+            "l1": l1,
+            "l2": l2,
+            "l3": l3,
+            "replay_capacity": replay_capacity,
+            "trajectories_per_update": trajectories_per_update,
+            "states_per_update": states_per_update,
             "updates_per_iteration": updates_per_iteration,
-            "episodes_per_env_runner": episodes_per_env_runner, "warmup_trajectories": warmup_trajectories,
-            "expert_epsilon": expert_epsilon, "split": split, "relabel_seen_tasks": relabel_seen_tasks,
-            "greedy_episodes_per_pair": greedy_episodes_per_pair, "weight_decay": weight_decay,
-            "precision": precision, "lr_schedule_clock": lr_schedule_clock,
+            "episodes_per_env_runner": episodes_per_env_runner,
+            "warmup_trajectories": warmup_trajectories,
+            "expert_epsilon": expert_epsilon,
+            "split": split,
+            "relabel_seen_tasks": relabel_seen_tasks,
+            "greedy_episodes_per_pair": greedy_episodes_per_pair,
+            "weight_decay": weight_decay,
+            "precision": precision,
+            "lr_schedule_clock": lr_schedule_clock,
         }.items():
             if value is not NotProvided:
                 setattr(self, name, value)
-        model_updates = {k: v for k, v in {"encoder": encoder, "embedding_dim": embedding_dim}.items() if v is not NotProvided}
+        model_updates = {
+            k: v
+            for k, v in {"encoder": encoder, "embedding_dim": embedding_dim}.items()
+            if v is not NotProvided
+        }
         if model_updates:
             self.rl_module(model_config={**self.model_config, **model_updates})
         return self
@@ -210,34 +235,53 @@ class SynPoConfig(AlgorithmConfig):
         gridworld-only option."""
         unknown = sorted(set(self.env_config) - THOR_ENV_CONFIG_KEYS)
         if unknown:
-            self._value_error(f"unknown env_config key(s) {unknown} for {THOR_PAIRS_ENV_NAME}; expected some of {sorted(THOR_ENV_CONFIG_KEYS)}")
+            self._value_error(
+                f"unknown env_config key(s) {unknown} for {THOR_PAIRS_ENV_NAME}; "
+                f"expected some of {sorted(THOR_ENV_CONFIG_KEYS)}"
+            )
         shape = (num_kitchens(self.env_config), NUM_THOR_TASKS)
         if (split.num_envs, split.num_tasks) != shape:
             self._value_error(
-                f"split {split.name!r} covers {split.num_envs} x {split.num_tasks} pairs, but {THOR_PAIRS_ENV_NAME} has "
-                f"{shape[0]} kitchens x {shape[1]} tasks; use split: {{thor: {{num_envs: {shape[0]}, ...}}}}"
+                f"split {split.name!r} covers {split.num_envs} x {split.num_tasks} pairs, "
+                f"but {THOR_PAIRS_ENV_NAME} has {shape[0]} kitchens x {shape[1]} tasks; "
+                f"use split: {{thor: {{num_envs: {shape[0]}, ...}}}}"
             )
         encoder = check_model_config(self.model_config)["encoder"]
         if tuple(getattr(ENCODERS[encoder], "INPUT_KEYS", ())) != THOR_STATE_KEYS:
-            self._value_error(f"model_config encoder {encoder!r} reads the gridworld's image; THOR needs encoder 'thor'")
+            self._value_error(
+                f"model_config encoder {encoder!r} reads the gridworld's image; THOR needs encoder 'thor'"
+            )
         if self.relabel_seen_tasks:
             self._value_error("`relabel_seen_tasks` is gridworld-only; set it to False for THOR")
         if self.evaluation_interval:
-            self._value_error("greedy evaluation (`evaluation_interval`) is gridworld-only; leave it unset for THOR")
+            self._value_error(
+                "greedy evaluation (`evaluation_interval`) is gridworld-only; leave it unset for THOR"
+            )
 
     def validate(self) -> None:
+        quiet_rllib_notices()
         register_envs()  # RLlib makes `env: synpo_pairs` by its Tune name once validated
         super().validate()
-        error = bad_setting(vars(self), {
-            NON_NEGATIVE_NUMBER: ("l1", "l2", "l3", "weight_decay"),
-            POSITIVE_INT: ("replay_capacity", "trajectories_per_update", "updates_per_iteration", "episodes_per_env_runner", "greedy_episodes_per_pair"),
-            optional(POSITIVE_INT): ("states_per_update",),
-            NON_NEGATIVE_INT: ("warmup_trajectories",),
-            PROBABILITY: ("expert_epsilon",),
-            PRECISION: ("precision",),
-            one_of(SCHEDULE_CLOCKS): ("lr_schedule_clock",),
-            LEARNING_RATE: ("lr",),
-        }, quote="`")
+        error = bad_setting(
+            vars(self),
+            {
+                NON_NEGATIVE_NUMBER: ("l1", "l2", "l3", "weight_decay"),
+                POSITIVE_INT: (
+                    "replay_capacity",
+                    "trajectories_per_update",
+                    "updates_per_iteration",
+                    "episodes_per_env_runner",
+                    "greedy_episodes_per_pair",
+                ),
+                optional(POSITIVE_INT): ("states_per_update",),
+                NON_NEGATIVE_INT: ("warmup_trajectories",),
+                PROBABILITY: ("expert_epsilon",),
+                PRECISION: ("precision",),
+                one_of(SCHEDULE_CLOCKS): ("lr_schedule_clock",),
+                LEARNING_RATE: ("lr",),
+            },
+            quote="`",
+        )
         if error:
             self._value_error(error)
         try:
@@ -247,7 +291,10 @@ class SynPoConfig(AlgorithmConfig):
             self._value_error(str(err))
         unknown = sorted(set(self.env_config) - ENV_CONFIG_KEYS)
         if self.env == PAIRS_ENV_NAME and unknown:
-            self._value_error(f"unknown env_config key(s) {unknown} for {PAIRS_ENV_NAME}; expected some of {sorted(ENV_CONFIG_KEYS)}")
+            self._value_error(
+                f"unknown env_config key(s) {unknown} for {PAIRS_ENV_NAME}; "
+                f"expected some of {sorted(ENV_CONFIG_KEYS)}"
+            )
         if self.env == THOR_PAIRS_ENV_NAME:
             self._validate_thor(split)
         # The env runners' pair env samples the split's seen pairs with the expert.
@@ -282,7 +329,7 @@ def learner_batch(sample: dict[str, np.ndarray], layout: FrameLayout | None = No
     return MultiAgentBatch({MODULE_ID: SampleBatch(columns)}, env_steps=len(sample["reward"]))
 
 
-class SynPo(Algorithm):
+class SynPo(CarriesLastEvaluation, Algorithm):
     @classmethod
     def get_default_config(cls) -> SynPoConfig:
         return SynPoConfig()
@@ -313,7 +360,9 @@ class SynPo(Algorithm):
             # get_metrics() also releases the episodes the runner keeps for its metrics (without
             # it they pile up: ~4 MB an iteration at 32 pair slots).
             sample = getattr(runner, "sample_trajectories", None)  # ExpertEnvRunner's array path
-            trajectories = sample(episodes, layout) if sample else collect_trajectories(runner, episodes, layout)
+            trajectories = (
+                sample(episodes, layout) if sample else collect_trajectories(runner, episodes, layout)
+            )
             return trajectories, runner.get_metrics()
 
         if self.env_runner_group.num_remote_env_runners() > 0:
@@ -336,7 +385,11 @@ class SynPo(Algorithm):
         self.metrics.log_value(NUM_STATES_COLLECTED, steps, reduce="sum")
         self.metrics.log_value(NUM_STATES_COLLECTED_LIFETIME, self.replay.steps_added, window=1)
         self.metrics.log_value("replay_trajectories", len(self.replay), window=1)
-        self.metrics.log_value("expert_success_rate", float(np.mean([t.reward[-1] > 1.0 for t in trajectories])) if trajectories else 0.0, window=1)
+        self.metrics.log_value(
+            "expert_success_rate",
+            float(np.mean([t.reward[-1] > 1.0 for t in trajectories])) if trajectories else 0.0,
+            window=1,
+        )
         if len(self.replay) < self.config.warmup_trajectories:
             return
         with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
@@ -368,7 +421,9 @@ class SynPo(Algorithm):
     def _sync_env_runner_weights(self) -> None:
         """The learner's weights to the env runners, if they changed since the last sync."""
         if getattr(self, "_env_runner_weights_stale", False):
-            self.env_runner_group.sync_weights(from_worker_or_learner_group=self.learner_group, inference_only=True)
+            self.env_runner_group.sync_weights(
+                from_worker_or_learner_group=self.learner_group, inference_only=True
+            )
             self._env_runner_weights_stale = False
 
     def get_module(self, *args, **kwargs):
@@ -394,8 +449,11 @@ class SynPo(Algorithm):
         from rllib_synpo.evaluation import greedy_summary
 
         return greedy_summary(
-            self.get_module(MODULE_ID).net, resolve_split(self.config.split), self.config.greedy_episodes_per_pair,
-            seed=self.config.seed or 0, gridworld=self.config.env_config.get("gridworld", {}),
+            self.get_module(MODULE_ID).net,
+            resolve_split(self.config.split),
+            self.config.greedy_episodes_per_pair,
+            seed=self.config.seed or 0,
+            gridworld=self.config.env_config.get("gridworld", {}),
         )
 
     # --- the replay is part of the checkpoint, so a resumed run loses nothing -------------
@@ -417,8 +475,11 @@ class SynPo(Algorithm):
         if self.config.env == THOR_PAIRS_ENV_NAME:
             thor = {"env": THOR_PAIRS_ENV_NAME, "thor": _json_safe(self.config.env_config.get("thor", {}))}
         write_meta(
-            path, split=resolve_split(self.config.split).to_dict(), gridworld=self.config.env_config.get("gridworld", {}),
-            model_config=check_model_config(self.config.model_config), **thor,
+            path,
+            split=resolve_split(self.config.split).to_dict(),
+            gridworld=self.config.env_config.get("gridworld", {}),
+            model_config=check_model_config(self.config.model_config),
+            **thor,
         )
         return path
 
@@ -431,4 +492,9 @@ class SynPo(Algorithm):
 
 def _json_safe(options: dict) -> dict:
     """THOR options as JSON (a featurizer object is recorded by its class name)."""
-    return {key: value if isinstance(value, (str, int, float, bool, list, dict, type(None))) else type(value).__name__ for key, value in options.items()}
+    return {
+        key: value
+        if isinstance(value, (str, int, float, bool, list, dict, type(None)))
+        else type(value).__name__
+        for key, value in options.items()
+    }

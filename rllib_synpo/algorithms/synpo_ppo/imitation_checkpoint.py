@@ -32,7 +32,9 @@ def read_imitation_meta(checkpoint: str | Path) -> tuple[Path, dict]:
 
 def load_error(module_dir: Path, err: Exception) -> ImitationCheckpointError:
     detail = " ".join(str(err).split())  # one line
-    return ImitationCheckpointError(f"could not load the imitation module {module_dir}: {type(err).__name__}: {detail[:600]}")
+    return ImitationCheckpointError(
+        f"could not load the imitation module {module_dir}: {type(err).__name__}: {detail[:600]}"
+    )
 
 
 def load_imitation_module(checkpoint: str | Path):

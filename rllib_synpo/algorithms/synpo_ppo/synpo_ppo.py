@@ -36,8 +36,7 @@ from ray.rllib.utils.metrics import NUM_AGENT_STEPS_SAMPLED
 from synpo_envs.gridworld import BatchedGridWorld
 from synpo_envs.splits import Split
 
-from rllib_synpo.checkpoint import MODULE_COMPONENT, MODULE_ID, write_meta
-from rllib_synpo.utils.checks import LEARNING_RATE, NON_NEGATIVE_NUMBER, POSITIVE_INT, POSITIVE_NUMBER, bad_setting
+from rllib_synpo.algorithms.last_evaluation import CarriesLastEvaluation
 from rllib_synpo.algorithms.synpo_ppo.imitation_checkpoint import (
     ImitationCheckpointError,
     load_error,
@@ -45,12 +44,21 @@ from rllib_synpo.algorithms.synpo_ppo.imitation_checkpoint import (
     read_imitation_meta,
 )
 from rllib_synpo.algorithms.synpo_ppo.torch.synpo_ppo_torch_learner import SynPoPPOTorchLearner
+from rllib_synpo.checkpoint import MODULE_COMPONENT, MODULE_ID, write_meta
 from rllib_synpo.env.expert_env_runner import policy_mapping_fn
+from rllib_synpo.env.pair_env import ENV_CONFIG_KEYS, PAIRS_ENV_NAME
+from rllib_synpo.env.registration import register_envs
 from rllib_synpo.env.splits import resolve_split
 from rllib_synpo.losses import LossWeights
-from rllib_synpo.env.registration import register_envs
-from rllib_synpo.env.pair_env import ENV_CONFIG_KEYS, PAIRS_ENV_NAME
 from rllib_synpo.rl_module import SynPoTorchRLModule, check_model_config
+from rllib_synpo.utils.checks import (
+    LEARNING_RATE,
+    NON_NEGATIVE_NUMBER,
+    POSITIVE_INT,
+    POSITIVE_NUMBER,
+    bad_setting,
+)
+from rllib_synpo.utils.console import quiet_rllib_notices, without_gym_env_override_warning
 from rllib_synpo.utils.denormals import flush_denormals_where_wanted
 
 OPTIMIZERS = ("rmsprop", "adam")
@@ -66,6 +74,10 @@ class SynPoPPOEnvRunner(MultiAgentEnvRunner):
     def __init__(self, *args, **kwargs) -> None:
         flush_denormals_where_wanted()  # its module computes the actions
         super().__init__(*args, **kwargs)
+
+    def make_env(self) -> None:
+        with without_gym_env_override_warning():
+            super().make_env()
 
     def sample(self, *args, **kwargs):
         episodes = super().sample(*args, **kwargs)
@@ -106,7 +118,9 @@ class SynPoPPOConfig(PPOConfig):
         self.train_batch_size = 128 * 16  # per learner (one local learner by default)
         self.minibatch_size = 128 * 16 // 4
         self.environment(env=PAIRS_ENV_NAME, env_config={})
-        self.multi_agent(policies={MODULE_ID}, policy_mapping_fn=policy_mapping_fn, count_steps_by="agent_steps")
+        self.multi_agent(
+            policies={MODULE_ID}, policy_mapping_fn=policy_mapping_fn, count_steps_by="agent_steps"
+        )
         # No model_config here: the imitation checkpoint's is used unless one is given.
         self.env_runners(num_env_runners=0, env_runner_cls=SynPoPPOEnvRunner)
 
@@ -164,9 +178,18 @@ class SynPoPPOConfig(PPOConfig):
         """
         super().training(**kwargs)
         for name, value in {
-            "l1": l1, "l2": l2, "l3": l3, "split": split, "finetune_pairs": finetune_pairs, "imitation_checkpoint": imitation_checkpoint,
-            "optimizer_type": optimizer_type, "weight_decay": weight_decay, "value_lr": value_lr,
-            "imitation_kl_coeff": imitation_kl_coeff, "load_check_episodes_per_pair": load_check_episodes_per_pair, "greedy_episodes_per_pair": greedy_episodes_per_pair,
+            "l1": l1,
+            "l2": l2,
+            "l3": l3,
+            "split": split,
+            "finetune_pairs": finetune_pairs,
+            "imitation_checkpoint": imitation_checkpoint,
+            "optimizer_type": optimizer_type,
+            "weight_decay": weight_decay,
+            "value_lr": value_lr,
+            "imitation_kl_coeff": imitation_kl_coeff,
+            "load_check_episodes_per_pair": load_check_episodes_per_pair,
+            "greedy_episodes_per_pair": greedy_episodes_per_pair,
         }.items():
             if value is not NotProvided:
                 setattr(self, name, value)
@@ -183,11 +206,16 @@ class SynPoPPOConfig(PPOConfig):
         if self.imitation_checkpoint is None:
             return resolve_split(self.split), dict(self.env_config.get("gridworld", {}))
         path, meta = read_imitation_meta(self.imitation_checkpoint)
-        split = Split.from_dict(meta["split"], source=str(path)) if self.split is None else resolve_split(self.split)
+        split = (
+            Split.from_dict(meta["split"], source=str(path))
+            if self.split is None
+            else resolve_split(self.split)
+        )
         gridworld = dict(self.env_config.get("gridworld", meta.get("gridworld", {})))
         if gridworld_settings(gridworld) != gridworld_settings(meta.get("gridworld", {})):
             raise ImitationCheckpointError(
-                f"env_config gridworld {gridworld} differs from the imitation checkpoint's {meta.get('gridworld', {})} ({path})"
+                f"env_config gridworld {gridworld} differs from the imitation checkpoint's "
+                f"{meta.get('gridworld', {})} ({path})"
             )
         return split, gridworld
 
@@ -209,27 +237,43 @@ class SynPoPPOConfig(PPOConfig):
         return dict(recorded)
 
     def validate(self) -> None:
+        quiet_rllib_notices()
         register_envs()  # RLlib makes `env: synpo_pairs` by its Tune name once validated
         super().validate()
-        error = bad_setting(vars(self), {
-            NON_NEGATIVE_NUMBER: ("l1", "l2", "l3", "weight_decay", "imitation_kl_coeff"),
-            POSITIVE_NUMBER: ("value_lr",),
-            POSITIVE_INT: ("load_check_episodes_per_pair", "greedy_episodes_per_pair"),
-            LEARNING_RATE: ("lr",),
-        }, quote="`")
+        error = bad_setting(
+            vars(self),
+            {
+                NON_NEGATIVE_NUMBER: ("l1", "l2", "l3", "weight_decay", "imitation_kl_coeff"),
+                POSITIVE_NUMBER: ("value_lr",),
+                POSITIVE_INT: ("load_check_episodes_per_pair", "greedy_episodes_per_pair"),
+                LEARNING_RATE: ("lr",),
+            },
+            quote="`",
+        )
         if error:
             self._value_error(error)
         if self.imitation_kl_coeff > 0 and self.imitation_checkpoint is None:
-            self._value_error(f"`imitation_kl_coeff` {self.imitation_kl_coeff} needs an `imitation_checkpoint` (the policy to stay near)")
+            self._value_error(
+                f"`imitation_kl_coeff` {self.imitation_kl_coeff} needs an `imitation_checkpoint` "
+                "(the policy to stay near)"
+            )
         if self.optimizer_type not in OPTIMIZERS:
             self._value_error(f"`optimizer_type` must be one of {OPTIMIZERS}, got {self.optimizer_type!r}")
         if self.finetune_pairs not in FINETUNE_PAIRS:
-            self._value_error(f"`finetune_pairs` must be one of {FINETUNE_PAIRS}, got {self.finetune_pairs!r}")
+            self._value_error(
+                f"`finetune_pairs` must be one of {FINETUNE_PAIRS}, got {self.finetune_pairs!r}"
+            )
         unknown = sorted(set(self.env_config) - ENV_CONFIG_KEYS)
         if self.env == PAIRS_ENV_NAME and unknown:
-            self._value_error(f"unknown env_config key(s) {unknown} for {PAIRS_ENV_NAME}; expected some of {sorted(ENV_CONFIG_KEYS)}")
+            self._value_error(
+                f"unknown env_config key(s) {unknown} for {PAIRS_ENV_NAME}; "
+                f"expected some of {sorted(ENV_CONFIG_KEYS)}"
+            )
         if self.env_config.get("behaviour", "policy") != "policy":
-            self._value_error(f"PPO runs the policy: env_config behaviour must be 'policy', got {self.env_config['behaviour']!r}")
+            self._value_error(
+                "PPO runs the policy: env_config behaviour must be 'policy', "
+                f"got {self.env_config['behaviour']!r}"
+            )
         try:
             self.rl_module(model_config=self.resolved_model_config())
             check_model_config(self.model_config)
@@ -242,8 +286,16 @@ class SynPoPPOConfig(PPOConfig):
         # The env runners' pair env runs the module's actions on those pairs, real rewards.
         pairs = {"seen": split.seen, "unseen": split.unseen, "all": split.all_pairs}[self.finetune_pairs]
         if not pairs:
-            self._value_error(f"`finetune_pairs` {self.finetune_pairs!r}: the split {split.name!r} has no {self.finetune_pairs} pairs")
-        self.env_config = {**self.env_config, "pairs": [list(p) for p in pairs], "behaviour": "policy", "gridworld": gridworld}
+            self._value_error(
+                f"`finetune_pairs` {self.finetune_pairs!r}: the split {split.name!r} "
+                f"has no {self.finetune_pairs} pairs"
+            )
+        self.env_config = {
+            **self.env_config,
+            "pairs": [list(p) for p in pairs],
+            "behaviour": "policy",
+            "gridworld": gridworld,
+        }
         for key in ("expert_epsilon", "relabel"):
             self.env_config.pop(key, None)
 
@@ -252,11 +304,13 @@ def gridworld_settings(kwargs: dict) -> dict:
     """Gridworld keyword arguments with `BatchedGridWorld`'s defaults filled in, so that ``{}``
     and ``{"window": 1}`` (the default) compare equal."""
     parameters = inspect.signature(BatchedGridWorld.__init__).parameters.values()
-    defaults = {p.name: p.default for p in parameters if p.kind is p.KEYWORD_ONLY and p.default is not p.empty}
+    defaults = {
+        p.name: p.default for p in parameters if p.kind is p.KEYWORD_ONLY and p.default is not p.empty
+    }
     return {**defaults, **kwargs}
 
 
-class SynPoPPO(PPO):
+class SynPoPPO(CarriesLastEvaluation, PPO):
     @classmethod
     def get_default_config(cls) -> SynPoPPOConfig:
         return SynPoPPOConfig()
@@ -284,8 +338,11 @@ class SynPoPPO(PPO):
         from rllib_synpo.evaluation import greedy_summary
 
         return greedy_summary(
-            self.get_module(MODULE_ID).net, self.synpo_split, self.config.greedy_episodes_per_pair,
-            seed=self.config.seed or 0, gridworld=self.gridworld,
+            self.get_module(MODULE_ID).net,
+            self.synpo_split,
+            self.config.greedy_episodes_per_pair,
+            seed=self.config.seed or 0,
+            gridworld=self.gridworld,
         )
 
     def save_to_path(self, path=None, **kwargs):
@@ -293,14 +350,20 @@ class SynPoPPO(PPO):
         PPO checkpoints like imitation ones."""
         path = super().save_to_path(path, **kwargs)
         write_meta(
-            path, split=self.synpo_split.to_dict(), gridworld=self.gridworld,
-            model_config=check_model_config(self.config.model_config), algorithm="SynPoPPO",
+            path,
+            split=self.synpo_split.to_dict(),
+            gridworld=self.gridworld,
+            model_config=check_model_config(self.config.model_config),
+            algorithm="SynPoPPO",
         )
         return path
 
 
 def _state(module) -> dict[str, np.ndarray]:
-    return {key: np.asarray(value.detach().cpu() if torch.is_tensor(value) else value) for key, value in module.get_state().items()}
+    return {
+        key: np.asarray(value.detach().cpu() if torch.is_tensor(value) else value)
+        for key, value in module.get_state().items()
+    }
 
 
 def check_loaded_policy(algo: SynPoPPO, reference, where: str) -> dict:
@@ -312,7 +375,9 @@ def check_loaded_policy(algo: SynPoPPO, reference, where: str) -> dict:
     learner_state = algo.learner_group.get_weights([MODULE_ID])[MODULE_ID]
     acting = algo.get_module(MODULE_ID)
     for owner, state in (("learner", learner_state), ("env runner", _state(acting))):
-        differ = sorted(k for k in expected if k not in state or not np.array_equal(np.asarray(state[k]), expected[k]))
+        differ = sorted(
+            k for k in expected if k not in state or not np.array_equal(np.asarray(state[k]), expected[k])
+        )
         if differ:
             raise ImitationCheckpointError(
                 f"the imitation module did not load from {where}: the {owner}'s {len(differ)} tensor(s) "
@@ -325,10 +390,19 @@ def check_loaded_policy(algo: SynPoPPO, reference, where: str) -> dict:
         for name, module in (("loaded", acting), ("imitation", reference))
     }
     loaded, imitation = runs["loaded"], runs["imitation"]
-    if not (np.array_equal(loaded.successes, imitation.successes) and np.array_equal(loaded.returns, imitation.returns)):
+    if not (
+        np.array_equal(loaded.successes, imitation.successes)
+        and np.array_equal(loaded.returns, imitation.returns)
+    ):
         raise ImitationCheckpointError(
-            f"greedy evaluation after loading {where} differs from the imitation module's on the same {len(pairs)} seen "
-            f"pairs (seed {seed}): AvgSR {loaded.success_rate.mean():.4f} vs {imitation.success_rate.mean():.4f}, "
-            f"return {loaded.returns.sum():.2f} vs {imitation.returns.sum():.2f}"
+            f"greedy evaluation after loading {where} differs from the imitation module's on the same "
+            f"{len(pairs)} seen pairs (seed {seed}): AvgSR {loaded.success_rate.mean():.4f} vs "
+            f"{imitation.success_rate.mean():.4f}, return {loaded.returns.sum():.2f} vs "
+            f"{imitation.returns.sum():.2f}"
         )
-    return {"pairs": len(pairs), "episodes_per_pair": episodes, "seed": seed, "avg_success_rate": float(loaded.success_rate.mean())}
+    return {
+        "pairs": len(pairs),
+        "episodes_per_pair": episodes,
+        "seed": seed,
+        "avg_success_rate": float(loaded.success_rate.mean()),
+    }

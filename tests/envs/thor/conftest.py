@@ -35,7 +35,7 @@ def standin_executable(tmp_path_factory) -> str:
     stdlib-only and executable, but the python3 on PATH may be any)."""
     wrapper = tmp_path_factory.mktemp("standin") / "thor-standin"
     wrapper.write_text(
-        f"#!/bin/sh\nexec {shlex.quote(sys.executable)} {shlex.quote(str(STANDIN_SCRIPT))} \"$@\"\n"
+        f'#!/bin/sh\nexec {shlex.quote(sys.executable)} {shlex.quote(str(STANDIN_SCRIPT))} "$@"\n'
     )
     wrapper.chmod(0o755)
     return str(wrapper)

@@ -190,7 +190,10 @@ class Kitchen:
         parent = self._find(obj["parent"])
         if parent is not None and parent.get("openable") and not parent["open"]:
             return False
-        return self._distance(obj) <= self.visibility_distance + 1e-9 and abs(self._bearing(obj)) <= HALF_FIELD_OF_VIEW + 1e-9
+        return (
+            self._distance(obj) <= self.visibility_distance + 1e-9
+            and abs(self._bearing(obj)) <= HALF_FIELD_OF_VIEW + 1e-9
+        )
 
     def reachable(self) -> list[tuple[int, int]]:
         return [(x, z) for x in range(FLOOR_CELLS) for z in range(FLOOR_CELLS) if (x, z) not in ISLAND]
@@ -330,7 +333,12 @@ class Kitchen:
             return False, f"position ({action['x']}, {action['z']}) is not reachable", None
         if rotation % 90 or not HORIZON_LIMITS[0] <= horizon <= HORIZON_LIMITS[1]:
             return False, f"rotation {rotation} / horizon {horizon} is not allowed", None
-        self.x, self.z, self.rotation, self.horizon = float(cell[0]), float(cell[1]), int(rotation) % 360, int(horizon)
+        self.x, self.z, self.rotation, self.horizon = (
+            float(cell[0]),
+            float(cell[1]),
+            int(rotation) % 360,
+            int(horizon),
+        )
         return True, "", None
 
     def _do_InitialRandomSpawn(self, action):
@@ -344,7 +352,9 @@ class Kitchen:
         return True, "", None
 
     # --- what the player sends back ----------------------------------------------------------
-    def agent_metadata(self, action_name: str, success: bool, code: str, message: str, value: Any, sequence_id: int) -> dict:
+    def agent_metadata(
+        self, action_name: str, success: bool, code: str, message: str, value: Any, sequence_id: int
+    ) -> dict:
         g = self.grid_size
         objects = []
         for obj in self.objects:
@@ -492,8 +502,16 @@ def main(argv: list[str]) -> int:
     crash_on = os.environ.get("AI2THOR_STANDIN_CRASH_ON")
     fail_on = os.environ.get("AI2THOR_STANDIN_FAIL_ON")
     with open(os.environ["AI2THOR_FIFO_SERVER_PIPE_PATH"], "wb") as to_python:
-        _write_message(to_python, {"agents": [kitchen.agent_metadata("", True, "", "", None, 0)],
-                                   "sequenceId": 0, "activeAgentId": 0, "thirdPartyCameras": []}, kitchen.frame())
+        _write_message(
+            to_python,
+            {
+                "agents": [kitchen.agent_metadata("", True, "", "", None, 0)],
+                "sequenceId": 0,
+                "activeAgentId": 0,
+                "thirdPartyCameras": [],
+            },
+            kitchen.frame(),
+        )
         with open(os.environ["AI2THOR_FIFO_CLIENT_PIPE_PATH"], "rb") as from_python:
             while (action := _read_action(from_python)) is not None:
                 _record(action)
@@ -504,10 +522,17 @@ def main(argv: list[str]) -> int:
                 else:
                     success, code, message, value = kitchen.act(action)
                 sequence_id = action.get("sequenceId", 0)
-                agent = kitchen.agent_metadata(action.get("action", ""), success, code, message, value, sequence_id)
+                agent = kitchen.agent_metadata(
+                    action.get("action", ""), success, code, message, value, sequence_id
+                )
                 _write_message(
                     to_python,
-                    {"agents": [agent], "sequenceId": sequence_id, "activeAgentId": 0, "thirdPartyCameras": []},
+                    {
+                        "agents": [agent],
+                        "sequenceId": sequence_id,
+                        "activeAgentId": 0,
+                        "thirdPartyCameras": [],
+                    },
                     kitchen.frame(),
                 )
     return 0

@@ -16,7 +16,10 @@ from synpo_envs.thor import (
     ThorLaunchOptions,
 )
 
-pytestmark = [pytest.mark.thor_build, pytest.mark.filterwarnings("ignore::synpo_envs.thor.TaskUnavailableWarning")]
+pytestmark = [
+    pytest.mark.thor_build,
+    pytest.mark.filterwarnings("ignore::synpo_envs.thor.TaskUnavailableWarning"),
+]
 
 
 @pytest.fixture(scope="module")

@@ -36,7 +36,12 @@ def test_start_up_handshake(controller):
     launch, *actions = _recorded(controller)
     assert launch["DISPLAY"] == ":7"
     assert launch["argv"][launch["argv"].index("-screen-width") + 1] == str(FRAME_PIXELS)
-    assert [action["action"] for action in actions] == ["ChangeResolution", "GetScenesInBuild", "Reset", "Initialize"]
+    assert [action["action"] for action in actions] == [
+        "ChangeResolution",
+        "GetScenesInBuild",
+        "Reset",
+        "Initialize",
+    ]
     assert actions[2]["sceneName"] == "FloorPlan2_physics" and actions[2]["sequenceId"] == 0
     assert actions[3]["gridSize"] == 0.25
     event = controller.last_event

@@ -47,7 +47,9 @@ APPLE_HELD = 1 + TASK_OBJECTS.index("Apple")
 
 
 def _scripted(env, task: str, start_pose=AT_ISLAND):
-    return env.reset(seed=0, options={"pair": pair(task), "start_pose": start_pose, "randomize_objects": False})
+    return env.reset(
+        seed=0, options={"pair": pair(task), "start_pose": start_pose, "randomize_objects": False}
+    )
 
 
 def _play(env, actions):
@@ -80,7 +82,9 @@ def test_spaces_follow_the_configuration(make_env):
     assert not env.session.started
 
 
-@pytest.mark.filterwarnings("ignore:.*Box observation space m.* value is:UserWarning")  # features are unbounded
+@pytest.mark.filterwarnings(
+    "ignore:.*Box observation space m.* value is:UserWarning"
+)  # features are unbounded
 def test_check_env_over_the_standin(make_env):
     env = make_env()
     check_env(env, skip_render_check=True)
@@ -135,7 +139,11 @@ def test_failed_actions_cost_extra_and_go_on(make_env):
     _scripted(env, "Apple->Fridge")
     _, reward, terminated, _, info = env.step(BLOCKED_MOVE)
     assert reward == pytest.approx(INVALID) and not terminated
-    assert info["thor_action"] == "MoveAhead" and not info["action_success"] and "blocked" in info["error_message"]
+    assert (
+        info["thor_action"] == "MoveAhead"
+        and not info["action_success"]
+        and "blocked" in info["error_message"]
+    )
     rewards, *_, info = _play(env, LOOK_UP_TWICE)
     assert rewards == pytest.approx([STEP, INVALID]) and info["thor_action"] == "LookUp"
 
@@ -156,7 +164,11 @@ def test_put_into_a_closed_fridge_fails_then_open_close_toggles(make_env):
     _scripted(env, "Apple->Fridge")
     _play(env, (PICK_PUT, *TO_FRIDGE))
     _, reward, terminated, _, info = env.step(PICK_PUT)
-    assert info["thor_action"] == "PutObject" and not info["action_success"] and "closed" in info["error_message"]
+    assert (
+        info["thor_action"] == "PutObject"
+        and not info["action_success"]
+        and "closed" in info["error_message"]
+    )
     assert reward == pytest.approx(INVALID) and not terminated
     thor_actions = [_play(env, (OPEN_CLOSE,))[-1]["thor_action"] for _ in range(3)]
     assert thor_actions == ["OpenObject", "CloseObject", "OpenObject"]
@@ -192,7 +204,8 @@ def _trace(env, seed, steps=12):
 
 def _same(a, b):
     return len(a) == len(b) and all(
-        all(np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y for x, y in zip(u, v)) for u, v in zip(a, b)
+        all(np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y for x, y in zip(u, v))
+        for u, v in zip(a, b)
     )
 
 
@@ -220,14 +233,23 @@ def test_unavailable_tasks_are_reported_and_excluded(make_env):
     with pytest.warns(TaskUnavailableWarning, match="FloorPlan2 lacks Container, Microwave"):
         env.reset(seed=0)
     expected = {(0, t) for t, name in enumerate(TASK_NAMES) if name.startswith("Container")}
-    expected |= {(1, t) for t, name in enumerate(TASK_NAMES) if name.startswith("Container") or name.endswith("Microwave")}
+    expected |= {
+        (1, t)
+        for t, name in enumerate(TASK_NAMES)
+        if name.startswith("Container") or name.endswith("Microwave")
+    }
     assert set(env.unavailable_pairs) == expected
     assert env.kitchen_tasks["FloorPlan2"].missing == ("Container", "Microwave")
-    assert set(env.available_pairs).isdisjoint(expected) and len(env.available_pairs) == 2 * NUM_TASKS - len(expected)
+    assert set(env.available_pairs).isdisjoint(expected) and len(env.available_pairs) == 2 * NUM_TASKS - len(
+        expected
+    )
     for seed in range(8):
         _, info = env.reset(seed=seed)
         assert (info["env_id"], info["task_id"]) in env.available_pairs
-    with pytest.raises(TaskUnavailableError, match="Apple->Microwave is unavailable in FloorPlan2: it lacks Container, Microwave"):
+    with pytest.raises(
+        TaskUnavailableError,
+        match="Apple->Microwave is unavailable in FloorPlan2: it lacks Container, Microwave",
+    ):
         env.reset(options={"pair": pair("Apple->Microwave", env_id=1)})
 
 
@@ -246,7 +268,12 @@ def test_bad_reset_options(make_env):
     with pytest.raises(ValueError, match="start_pose"):
         env.reset(options={"pair": pair("Apple->Fridge"), "start_pose": {"x": 0}})
     with pytest.raises(ValueError, match="not reachable"):
-        env.reset(options={"pair": pair("Apple->Fridge"), "start_pose": {"x": 0.5, "z": 0.5, "rotation": 0, "horizon": 0}})
+        env.reset(
+            options={
+                "pair": pair("Apple->Fridge"),
+                "start_pose": {"x": 0.5, "z": 0.5, "rotation": 0, "horizon": 0},
+            }
+        )
     env.reset(seed=0)
     with pytest.raises(ValueError, match="not in Discrete"):
         env.step(7)
@@ -276,7 +303,9 @@ def test_player_crash_is_a_clear_error_and_reset_recovers(make_env, monkeypatch,
     _scripted(env, "Apple->Fridge")
     expected = "exited with status 3" if mode == "exit" else "was killed by SIGABRT"
     started = time.monotonic()
-    with pytest.raises(ThorPlayerCrashedError, match=f"player {expected} during LookDown; the episode is lost"):
+    with pytest.raises(
+        ThorPlayerCrashedError, match=f"player {expected} during LookDown; the episode is lost"
+    ):
         env.step(LOOK_DOWN)
     assert time.monotonic() - started < 10.0  # the watchdog, not ai2thor's 60 s read timeout
     assert not env.session.started
@@ -298,10 +327,15 @@ def test_hung_player_times_out_clearly_and_is_killed(make_env, monkeypatch):
 def test_player_refusing_to_start_is_a_clear_error(make_env, monkeypatch):
     monkeypatch.setenv("AI2THOR_STANDIN_FAIL_ON", "Initialize")
     env = make_env()
-    with pytest.raises(ThorStartError, match=f"could not start the CloudRendering player .* on FloorPlan1: {re.escape(standin.REFUSAL)}") as raised:
+    with pytest.raises(
+        ThorStartError,
+        match=f"could not start the CloudRendering player .* on FloorPlan1: {re.escape(standin.REFUSAL)}",
+    ) as raised:
         env.reset(seed=0)
     frames = traceback.walk_tb(raised.value.__cause__.__traceback__)
-    half_started = [frame.f_locals["self"] for frame, _ in frames if isinstance(frame.f_locals.get("self"), Controller)]
+    half_started = [
+        frame.f_locals["self"] for frame, _ in frames if isinstance(frame.f_locals.get("self"), Controller)
+    ]
     assert half_started and half_started[0].server.unity_proc.poll() is not None  # its player was stopped
 
 

@@ -30,7 +30,9 @@ def test_platform_follows_the_display():
     assert resolve_platform(ThorLaunchOptions(), {}) == "CloudRendering"
     assert resolve_platform(ThorLaunchOptions(), {"DISPLAY": ":1"}) == "Linux64"
     assert resolve_platform(ThorLaunchOptions(x_display=":0"), {}) == "Linux64"
-    assert resolve_platform(ThorLaunchOptions(platform="CloudRendering", x_display=":0"), {}) == "CloudRendering"
+    assert (
+        resolve_platform(ThorLaunchOptions(platform="CloudRendering", x_display=":0"), {}) == "CloudRendering"
+    )
 
 
 def test_cached_build_is_found_without_network(thor_home):
@@ -39,7 +41,11 @@ def test_cached_build_is_found_without_network(thor_home):
     executable.parent.mkdir(parents=True)
     executable.write_text("")
     choice = resolve_build(ThorLaunchOptions(allow_download=False), COMMIT, environ={})
-    assert (choice.source, choice.platform, choice.executable) == ("cached", "CloudRendering", str(executable))
+    assert (choice.source, choice.platform, choice.executable) == (
+        "cached",
+        "CloudRendering",
+        str(executable),
+    )
     assert resolve_build(ThorLaunchOptions(), "other-commit", environ={}).source == "download"
 
 
@@ -56,7 +62,9 @@ def test_failed_download_is_wrapped(thor_home, monkeypatch):
 
     # As offline: ai2thor finds no build and says "Invalid commit_id"; never touch the network.
     monkeypatch.setattr(ai2thor.build.Build, "exists", lambda self: False)
-    with pytest.raises(ThorBuildNotFoundError, match="download failed: Invalid commit_id.*local_executable_path="):
+    with pytest.raises(
+        ThorBuildNotFoundError, match="download failed: Invalid commit_id.*local_executable_path="
+    ):
         _session_reset(platform="CloudRendering")
 
 
@@ -89,7 +97,9 @@ def test_linux64_without_a_display_is_a_clear_error(thor_home, standin_executabl
         _session_reset(local_executable_path=standin_executable, platform="Linux64")
 
 
-def test_headless_local_player_gets_a_placeholder_display(thor_home, standin_executable, tmp_path, monkeypatch):
+def test_headless_local_player_gets_a_placeholder_display(
+    thor_home, standin_executable, tmp_path, monkeypatch
+):
     record = tmp_path / "record.jsonl"
     monkeypatch.setenv("AI2THOR_STANDIN_RECORD", str(record))
     event = _session_reset(local_executable_path=standin_executable, width=16, height=16)
@@ -100,7 +110,14 @@ def test_headless_local_player_gets_a_placeholder_display(thor_home, standin_exe
 
 def test_list_tasks_command(thor_home, standin_executable, capsys):
     code = thor_main(
-        ["--list-tasks", "--kitchens", "FloorPlan1", "FloorPlan2", "--local-executable-path", standin_executable]
+        [
+            "--list-tasks",
+            "--kitchens",
+            "FloorPlan1",
+            "FloorPlan2",
+            "--local-executable-path",
+            standin_executable,
+        ]
     )
     out = capsys.readouterr().out
     assert code == 0 and "CloudRendering player (local" in out

@@ -12,13 +12,20 @@ from ray.rllib.core.learner.torch.torch_learner import TorchLearner
 
 from rllib_synpo.columns import EXECUTED_ACTION, EXPERT_ACTION, NEXT_ROW, TASK_LABELS
 from rllib_synpo.losses import SF_TD_WEIGHT, TOTAL_LOSS, LossWeights, imitation_losses
-from rllib_synpo.utils.optimizers import finite_norm, fused_adam_options
-from rllib_synpo.utils.denormals import flush_denormals_where_wanted
-from rllib_synpo.utils.precision import resolve_precision, training_autocast
 from rllib_synpo.rl_module import outputs_from_fwd_out
+from rllib_synpo.utils.denormals import flush_denormals_where_wanted
+from rllib_synpo.utils.optimizers import finite_norm, fused_adam_options
+from rllib_synpo.utils.precision import resolve_precision, training_autocast
 
 # The batch columns, re-exported for the modules that build batches.
-__all__ = ["EXECUTED_ACTION", "EXPERT_ACTION", "NEXT_ROW", "TASK_LABELS", "SynPoTorchLearner", "synpo_loss_terms"]
+__all__ = [
+    "EXECUTED_ACTION",
+    "EXPERT_ACTION",
+    "NEXT_ROW",
+    "TASK_LABELS",
+    "SynPoTorchLearner",
+    "synpo_loss_terms",
+]
 
 # learner_config_dict key of the SF TD term's weight (`config.learners(learner_config_dict=...)`).
 SF_TD_WEIGHT_KEY = "sf_td_weight"
@@ -28,7 +35,9 @@ SF_TD_WEIGHT_KEY = "sf_td_weight"
 ADAPT_ROWS_KEY = "train_only_embedding_rows"
 
 
-def synpo_loss_terms(module, batch: dict[str, Any], fwd_out: dict[str, Any], weights: LossWeights | None = None) -> dict[str, torch.Tensor]:
+def synpo_loss_terms(
+    module, batch: dict[str, Any], fwd_out: dict[str, Any], weights: LossWeights | None = None
+) -> dict[str, torch.Tensor]:
     """The named terms of the module's network on one batch, and their weighted ``total_loss``
     (shared by the imitation and the PPO learners)."""
     obs = batch[Columns.OBS]
@@ -91,11 +100,21 @@ def _eval_mode_pre_hook(network: torch.nn.Module, args) -> None:
 
 def loss_weights(config) -> LossWeights:
     """l1, l2, l3 from the algorithm config; SF's TD weight from its ``learner_config_dict``."""
-    return LossWeights(config.l1, config.l2, config.l3, config.learner_config_dict.get(SF_TD_WEIGHT_KEY, SF_TD_WEIGHT))
+    return LossWeights(
+        config.l1, config.l2, config.l3, config.learner_config_dict.get(SF_TD_WEIGHT_KEY, SF_TD_WEIGHT)
+    )
 
 
 def register_module_optimizer(
-    learner: TorchLearner, module_id, config, optimizer_class=torch.optim.Adam, *, params=None, name: str = DEFAULT_OPTIMIZER, lr=None, **options
+    learner: TorchLearner,
+    module_id,
+    config,
+    optimizer_class=torch.optim.Adam,
+    *,
+    params=None,
+    name: str = DEFAULT_OPTIMIZER,
+    lr=None,
+    **options,
 ) -> None:
     """An ``optimizer_class`` with the config's ``weight_decay`` over ``params`` (default: all
     the module's) at ``lr`` (default: ``config.lr``); shared by the imitation and PPO learners."""
@@ -103,7 +122,11 @@ def register_module_optimizer(
     optimizer = optimizer_class(params, weight_decay=config.weight_decay, **options)
     # RLlib's scheduler sets (and updates) the learning rate from lr_or_lr_schedule.
     learner.register_optimizer(
-        module_id=module_id, optimizer_name=name, optimizer=optimizer, params=params, lr_or_lr_schedule=config.lr if lr is None else lr
+        module_id=module_id,
+        optimizer_name=name,
+        optimizer=optimizer,
+        params=params,
+        lr_or_lr_schedule=config.lr if lr is None else lr,
     )
 
 
@@ -152,7 +175,9 @@ class SynPoTorchLearner(TorchLearner):
         if rows is not None:
             self._configure_embedding_rows(module_id, config, rows)
             return
-        register_module_optimizer(self, module_id, config, **fused_adam_options(self.module[module_id].parameters()))
+        register_module_optimizer(
+            self, module_id, config, **fused_adam_options(self.module[module_id].parameters())
+        )
 
     def _configure_embedding_rows(self, module_id, config, rows: dict[str, list[int]]) -> None:
         """Freezes ``module_id`` but for the ``rows`` of its network's embeddings: registers
@@ -213,7 +238,9 @@ class SynPoTorchLearner(TorchLearner):
         terms = synpo_loss_terms(self.module[module_id].unwrapped(), batch, fwd_out, loss_weights(config))
         total = terms.pop(TOTAL_LOSS)
         with torch.no_grad():
-            accuracy = (fwd_out[Columns.ACTION_DIST_INPUTS].argmax(-1) == batch[EXPERT_ACTION].long()).float().mean()
+            accuracy = (
+                (fwd_out[Columns.ACTION_DIST_INPUTS].argmax(-1) == batch[EXPERT_ACTION].long()).float().mean()
+            )
         for name, value in {**terms, "action_accuracy": accuracy}.items():
             self.metrics.log_value((module_id, name), value.detach(), window=1)
         return total

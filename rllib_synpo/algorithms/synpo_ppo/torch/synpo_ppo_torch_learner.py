@@ -39,7 +39,11 @@ def masked_rows(batch: dict[str, Any], fwd_out: dict[str, Any]) -> tuple[dict[st
         EXECUTED_ACTION: actions,
         Columns.REWARDS: loss_rows(batch, batch[Columns.REWARDS]),
     }
-    aux_out = {key: loss_rows(batch, value) for key, value in fwd_out.items() if torch.is_tensor(value) and value.shape[:1] == actions_all.shape[:1]}
+    aux_out = {
+        key: loss_rows(batch, value)
+        for key, value in fwd_out.items()
+        if torch.is_tensor(value) and value.shape[:1] == actions_all.shape[:1]
+    }
     return aux_batch, aux_out
 
 
@@ -72,15 +76,28 @@ class SynPoPPOTorchLearner(PPOTorchLearner):
         value_params = {id(p) for p in value_head.parameters()}
         params = self.get_parameters(self.module[module_id])
         register_module_optimizer(
-            self, module_id, config, optimizer_class, params=[p for p in params if id(p) not in value_params], **options
+            self,
+            module_id,
+            config,
+            optimizer_class,
+            params=[p for p in params if id(p) not in value_params],
+            **options,
         )
         register_module_optimizer(
-            self, module_id, config, optimizer_class, params=[p for p in params if id(p) in value_params],
-            name=VALUE_OPTIMIZER, lr=config.value_lr, **options,
+            self,
+            module_id,
+            config,
+            optimizer_class,
+            params=[p for p in params if id(p) in value_params],
+            name=VALUE_OPTIMIZER,
+            lr=config.value_lr,
+            **options,
         )
 
     def compute_loss_for_module(self, *, module_id, config, batch, fwd_out) -> torch.Tensor:
-        total = super().compute_loss_for_module(module_id=module_id, config=config, batch=batch, fwd_out=fwd_out)
+        total = super().compute_loss_for_module(
+            module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
+        )
         aux_batch, aux_out = masked_rows(batch, fwd_out)
         # Only the named auxiliary terms are used (PPO's surrogate replaces the imitation term).
         weights = LossWeights(l1=config.l1, l2=config.l2, l3=config.l3, sf_td=0.0)
@@ -92,7 +109,9 @@ class SynPoPPOTorchLearner(PPOTorchLearner):
             self.metrics.log_value((module_id, name), terms[name].detach(), window=1)
         if self.imitation_reference is not None:
             with torch.no_grad():
-                reference_logits = self.imitation_reference.forward_inference({Columns.OBS: batch[Columns.OBS]})[Columns.ACTION_DIST_INPUTS]
+                reference_logits = self.imitation_reference.forward_inference(
+                    {Columns.OBS: batch[Columns.OBS]}
+                )[Columns.ACTION_DIST_INPUTS]
             kl = kl_to_reference(loss_rows(batch, reference_logits), aux_out[Columns.ACTION_DIST_INPUTS])
             total = total + config.imitation_kl_coeff * kl
             self.metrics.log_value((module_id, IMITATION_KL_LOSS), kl.detach(), window=1)
