@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -41,6 +41,15 @@ class MazeFormatError(ValueError):
     """A maze file or string that does not follow the format; names source, line and column."""
 
 
+class MazeFileNotFoundError(FileNotFoundError, MazeFormatError):
+    """A maze file or folder that does not exist (both a `FileNotFoundError` and a
+    `MazeFormatError`, so one ``except MazeFormatError`` reports every bad maze input)."""
+
+
+# What a maze file holds, as the errors word it.
+MAZE_FILE_EXPECTED = f"a maze file of {GRID_SIZE} lines of {GRID_SIZE} characters among {MAZE_CHARS!r}"
+
+
 @dataclass(frozen=True, eq=False)
 class Maze:
     """One maze: a ``GRID_SIZE`` x ``GRID_SIZE`` wall map and an optional default start."""
@@ -60,9 +69,7 @@ class Maze:
 
     def __eq__(self, other: object) -> bool:
         return (
-            isinstance(other, Maze)
-            and np.array_equal(self.walls, other.walls)
-            and self.start == other.start
+            isinstance(other, Maze) and np.array_equal(self.walls, other.walls) and self.start == other.start
         )
 
     def __hash__(self) -> int:
@@ -76,8 +83,9 @@ class Maze:
         return "".join("".join(row) + "\n" for row in rows)
 
 
-def parse_maze(text: str, source: str = "<string>") -> Maze:
-    """Parses the ASCII format; raises `MazeFormatError` naming ``source``, line and column."""
+def parse_maze(text: str, source: str = "<string>", name: str | None = None) -> Maze:
+    """Parses the ASCII format; raises `MazeFormatError` naming ``source``, line and column.
+    The maze is named ``name`` (default: ``source``)."""
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # the trailing newline
@@ -104,7 +112,7 @@ def parse_maze(text: str, source: str = "<string>") -> Maze:
                     raise MazeFormatError(f"{where}: a second start {START_CHAR!r}")
                 start = (row, col)
     walls = np.array([[char == WALL_CHAR for char in line] for line in lines])
-    maze = Maze(walls=walls, start=start, name=source)
+    maze = Maze(walls=walls, start=start, name=source if name is None else name)
     _check_playable(maze, source)
     return maze
 
@@ -139,31 +147,50 @@ def _reachable(walls: np.ndarray, origin: int) -> np.ndarray:
 
 
 def load_maze(path: str | os.PathLike) -> Maze:
+    """The maze of one file; its errors start with ``maze file '<path>'``."""
     path = Path(path)
+    source = f"maze file {str(path)!r}"
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as err:
-        raise MazeFormatError(f"{path}: not a UTF-8 text file ({err.reason})") from None
-    return parse_maze(text, source=str(path))
+        reason = f"is not UTF-8 text ({err.reason})"
+        raise MazeFormatError(f"{source} {reason}: expected {MAZE_FILE_EXPECTED}") from None
+    return parse_maze(text, source=source, name=str(path))
 
 
 def load_mazes(source: str | os.PathLike | Iterable[str | os.PathLike]) -> list[Maze]:
     """Mazes from a folder (every ``*.txt`` in name order) or from a list of files."""
     if isinstance(source, (str, os.PathLike)):
-        folder = Path(source)
-        if not folder.is_dir():
-            raise FileNotFoundError(f"maze folder {str(folder)!r} does not exist")
-        paths = sorted(folder.glob(f"*{MAZE_SUFFIX}"))
-        if not paths:
-            raise MazeFormatError(f"maze folder {str(folder)!r} has no *{MAZE_SUFFIX} files")
+        paths = _folder_maze_files(Path(source))
     else:
-        paths = [Path(p) for p in source]
-        if not paths:
-            raise MazeFormatError("an empty list of maze files")
+        paths = _listed_maze_files(source)
     for path in paths:
         if not path.is_file():
-            raise FileNotFoundError(f"maze file {str(path)!r} does not exist")
+            what = "is a folder" if path.is_dir() else "does not exist"
+            raise MazeFileNotFoundError(f"maze file {str(path)!r} {what}: expected {MAZE_FILE_EXPECTED}")
     return [load_maze(path) for path in paths]
+
+
+def _folder_maze_files(folder: Path) -> list[Path]:
+    """The ``*.txt`` files of a maze folder, in name order."""
+    expected = f"expected a folder of *{MAZE_SUFFIX} maze files, or a list of maze files"
+    if not folder.is_dir():
+        what = "is a file, not a folder" if folder.exists() else "does not exist"
+        raise MazeFileNotFoundError(f"maze folder {str(folder)!r} {what}: {expected}")
+    paths = sorted(folder.glob(f"*{MAZE_SUFFIX}"))
+    if not paths:
+        raise MazeFormatError(f"maze folder {str(folder)!r} has no *{MAZE_SUFFIX} files: {expected}")
+    return paths
+
+
+def _listed_maze_files(entries: Iterable[str | os.PathLike]) -> list[Path]:
+    entries = list(entries)
+    if not entries:
+        raise MazeFormatError("an empty list of maze files: expected at least one maze file")
+    for entry in entries:
+        if not isinstance(entry, (str, os.PathLike)):
+            raise MazeFormatError(f"maze file entry {entry!r}: expected the path of a maze file")
+    return [Path(entry) for entry in entries]
 
 
 def resolve_mazes(mazes: str | os.PathLike | Sequence[Maze | str | os.PathLike] | None) -> list[Maze]:
@@ -172,6 +199,11 @@ def resolve_mazes(mazes: str | os.PathLike | Sequence[Maze | str | os.PathLike] 
         return builtin_mazes()
     if isinstance(mazes, (str, os.PathLike)):
         return load_mazes(mazes)
+    if not isinstance(mazes, Iterable) or isinstance(mazes, Mapping):
+        raise MazeFormatError(
+            f"mazes {mazes!r}: expected a folder of maze files, a list of maze files or Mazes, "
+            "or None (the built-in mazes)"
+        )
     mazes = list(mazes)
     if mazes and all(isinstance(m, Maze) for m in mazes):
         return mazes

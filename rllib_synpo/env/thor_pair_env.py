@@ -31,6 +31,7 @@ on any machine's build.
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Mapping
 from typing import Any
 
@@ -64,11 +65,42 @@ def thor_options(thor: Mapping[str, Any] | None) -> dict[str, Any]:
     display taken from `THOR_EXECUTABLE_ENV` / `THOR_X_DISPLAY_ENV` where not given."""
     options = dict(thor or {})
     if "pairs" in options:
-        raise ValueError("give the pairs as env_config['pairs'] (or the algorithm's split), not inside 'thor'")
+        raise ValueError(
+            "give the pairs as env_config['pairs'] (or the algorithm's split), not inside 'thor'"
+        )
     for option, variable in ENV_OPTIONS.items():
         if options.get(option) is None and os.environ.get(variable):
             options[option] = os.environ[variable]
     return options
+
+
+# What a THOR build path must name, as the errors word it.
+THOR_EXECUTABLE_EXPECTED = "expected the path of a THOR 5.0 player executable (no spaces or quotes in it)"
+
+
+def check_thor_executable(thor: Mapping[str, Any] | None) -> None:
+    """Raises ValueError, naming the setting it came from, when the THOR build that
+    `thor_options` picks (``local_executable_path``, else `THOR_EXECUTABLE_ENV`) is not a file
+    the player can be launched from on this machine; no build named is left to `ThorKitchen`."""
+    given = dict(thor or {}).get("local_executable_path")
+    path = thor_options(thor).get("local_executable_path")
+    if path is None:
+        return
+    source = "env_config.thor.local_executable_path" if given is not None else THOR_EXECUTABLE_ENV
+    problem = _executable_problem(os.path.abspath(os.path.expanduser(os.fspath(path))))
+    if problem:
+        raise ValueError(f"{source} {os.fspath(path)!r} {problem}: {THOR_EXECUTABLE_EXPECTED}")
+
+
+def _executable_problem(path: str) -> str | None:
+    """What keeps ai2thor from launching the player at the absolute ``path``, or None."""
+    if not os.path.exists(path):
+        return "does not exist"
+    if not os.path.isfile(path) or not os.access(path, os.X_OK):
+        return "is not an executable file (chmod +x it)"
+    if shlex.split(path) != [path]:  # ai2thor shlex-splits the player's command line
+        return "contains spaces or quotes, which ai2thor cannot launch"
+    return None
 
 
 def num_kitchens(env_config: Mapping[str, Any]) -> int:

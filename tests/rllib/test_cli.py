@@ -58,11 +58,17 @@ def _checkpoints(storage: Path):
     return sorted(storage.glob("*/*/checkpoint_*"))
 
 
-def _train_until_checkpoints(experiment: Path, storage: Path, count: int, stdout=subprocess.DEVNULL) -> subprocess.Popen:
+def _train_until_checkpoints(
+    experiment: Path, storage: Path, count: int, stdout=subprocess.DEVNULL
+) -> subprocess.Popen:
     """Starts ``rllib train file`` in a session of its own; returns once it has written ``count``
     checkpoints (or ended, or 10 minutes passed)."""
-    process = subprocess.Popen([*RLLIB, "train", "file", str(experiment), "--storage-path", str(storage)],
-                               stdout=stdout, stderr=subprocess.STDOUT, start_new_session=True)
+    process = subprocess.Popen(
+        [*RLLIB, "train", "file", str(experiment), "--storage-path", str(storage)],
+        stdout=stdout,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     deadline = time.time() + 600
     while len(_checkpoints(storage)) < count and time.time() < deadline and process.poll() is None:
         time.sleep(0.5)
@@ -76,7 +82,16 @@ def test_train_file_then_evaluate(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     assert "stopped before their stop criteria" not in out.stdout  # it ran to its stop
     evaluation = tmp_path / "eval"
-    out = _run("evaluate", str(storage / "tiny"), "--episodes-per-pair", "1", "--pairs", "all", "--out", str(evaluation))
+    out = _run(
+        "evaluate",
+        str(storage / "tiny"),
+        "--episodes-per-pair",
+        "1",
+        "--pairs",
+        "all",
+        "--out",
+        str(evaluation),
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "seen   pairs 144" in out.stdout and "unseen pairs 256" in out.stdout
     assert f"checkpoint {_checkpoints(storage)[-1]}" in out.stdout  # the newest one
@@ -86,10 +101,25 @@ def test_train_file_then_evaluate(tmp_path):
     assert summary["seen"]["pairs"] == 144 and 0 <= summary["unseen"]["avg_success_rate"] <= 1
     assert (evaluation / "heatmap.png").read_bytes()[:4] == b"\x89PNG"
     # A relative checkpoint path, as in the README's main job (RLlib reads it as a URI otherwise).
-    out = _run("evaluate", "results", "--episodes-per-pair", "1", "--pairs", "seen", "--sample", "--out", "sampled", cwd=tmp_path)
+    out = _run(
+        "evaluate",
+        "results",
+        "--episodes-per-pair",
+        "1",
+        "--pairs",
+        "seen",
+        "--sample",
+        "--out",
+        "sampled",
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     summary = json.loads((tmp_path / "sampled" / "summary.json").read_text())
-    assert summary["policy"] == "sampled" and summary["unseen"]["pairs"] == 0 and summary["unseen"]["avg_success_rate"] is None
+    assert (
+        summary["policy"] == "sampled"
+        and summary["unseen"]["pairs"] == 0
+        and summary["unseen"]["avg_success_rate"] is None
+    )
 
 
 @pytest.mark.timeout(900)
@@ -121,9 +151,12 @@ def test_ctrl_c_says_how_to_resume_with_this_command(tmp_path):
         process.wait(timeout=300)
     _kill_session(process.pid)
     assert process.returncode == 0
-    resume = shlex.join(["rllib", "train", "file", str(experiment), "--storage-path", str(storage), "--resume"])
+    resume = shlex.join(
+        ["rllib", "train", "file", str(experiment), "--storage-path", str(storage), "--resume"]
+    )
     output = log.read_text()
-    assert f"1 of 1 trial(s) stopped before their stop criteria; continue from the last checkpoints with: {resume}" in output
+    hint = "1 of 1 trial(s) stopped before their stop criteria; continue from the last checkpoints with: "
+    assert hint + resume in output
     assert "tune.run_experiments" not in output  # Tune's own hint, for its Python API, is not shown
 
 
@@ -135,7 +168,10 @@ def test_ctrl_c_says_how_to_resume_with_this_command(tmp_path):
         ("x:\n  run: SynPo\n  config: {lrr: 1}\n", "unknown config key(s) ['lrr']"),
         ("x:\n  run: SynPo\n  stopp: {}\n", "unknown key(s) ['stopp']"),
         ("x:\n  run: SynPo\n  config: {l3: -1}\n", "`l3` must be a number >= 0"),
-        ("x:\n  run: SynPo\n  config: {lr: [[0, 1.0e-3], [100, 2e-05]]}\n", "YAML reads 2e-05 as a string: write 2.0e-05"),
+        (
+            "x:\n  run: SynPo\n  config: {lr: [[0, 1.0e-3], [100, 2e-05]]}\n",
+            "YAML reads 2e-05 as a string: write 2.0e-05",
+        ),
     ],
 )
 def test_bad_experiment_files_give_one_line_errors(tmp_path, content, message):
@@ -151,7 +187,9 @@ def test_missing_file_and_checkpoint_are_named(tmp_path):
     assert out.returncode == 2 and "none.yaml' does not exist" in out.stderr
     out = _run("evaluate", str(tmp_path))
     assert out.returncode == 2 and "is not a SynPo checkpoint and holds none" in out.stderr
-    (tmp_path / "synpo_meta.json").write_text('{"env": "synpo_thor_pairs", "module_id": "synpo", "split": {}}')
+    (tmp_path / "synpo_meta.json").write_text(
+        '{"env": "synpo_thor_pairs", "module_id": "synpo", "split": {}}'
+    )
     out = _run("evaluate", str(tmp_path))
     assert out.returncode == 2 and "was trained on 'synpo_thor_pairs'" in out.stderr
 
@@ -161,7 +199,8 @@ def _study(tmp_path, iterations: int, name: str = "study") -> Path:
     spec = yaml.safe_load(_experiment(tmp_path, iterations=iterations, name=name).read_text())
     config = spec[name]["config"]
     config.update(
-        seed={"grid_search": [0, 1]}, num_cpus_for_main_process=1,
+        seed={"grid_search": [0, 1]},
+        num_cpus_for_main_process=1,
         model_config={"grid_search": [{**TINY_MODEL, "network": network} for network in ("mlp", "synpo")]},
     )
     spec[name]["checkpoint_config"] = {"checkpoint_frequency": 5, "checkpoint_at_end": True}
@@ -185,15 +224,26 @@ def _finished_trials(experiment: Path, iterations: int) -> list[Path]:
 def test_a_study_interrupted_and_resumed_runs_no_finished_trial_again(tmp_path):
     storage, iterations = tmp_path / "results", 30
     study = _study(tmp_path, iterations)
-    process = subprocess.Popen([*RLLIB, "train", "file", str(study), "--storage-path", str(storage)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
+    process = subprocess.Popen(
+        [*RLLIB, "train", "file", str(study), "--storage-path", str(storage)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     deadline = time.time() + 600
-    while not _finished_trials(storage / "study", iterations) and time.time() < deadline and process.poll() is None:
+    while (
+        not _finished_trials(storage / "study", iterations)
+        and time.time() < deadline
+        and process.poll() is None
+    ):
         time.sleep(0.2)
     process.send_signal(signal.SIGINT)  # Ctrl-C, once a trial has finished
     process.wait(timeout=300)
     _kill_session(process.pid)
-    finished = {trial: (trial / "progress.csv").read_text() for trial in _finished_trials(storage / "study", iterations)}
+    finished = {
+        trial: (trial / "progress.csv").read_text()
+        for trial in _finished_trials(storage / "study", iterations)
+    }
     assert 1 <= len(finished) < 4, f"the study was not interrupted mid-way ({len(finished)} trials finished)"
 
     out = _run("train", "file", str(study), "--storage-path", str(storage), "--resume")
@@ -212,8 +262,14 @@ def test_a_study_interrupted_and_resumed_runs_no_finished_trial_again(tmp_path):
 @pytest.mark.parametrize(
     "model_config, message",
     [
-        ({"grid_search": [{"network": "synpo"}, {"network": "transformer"}]}, "unknown network 'transformer'"),
-        ({"network": {"grid_search": ["synpo", "mlp"]}, "widht": 3}, "unknown SynPo model_config key(s) ['widht']"),
+        (
+            {"grid_search": [{"network": "synpo"}, {"network": "transformer"}]},
+            "unknown network 'transformer'",
+        ),
+        (
+            {"network": {"grid_search": ["synpo", "mlp"]}, "widht": 3},
+            "unknown SynPo model_config key(s) ['widht']",
+        ),
         ({"grid_search": []}, "grid_search takes a non-empty list"),
     ],
 )
@@ -242,11 +298,17 @@ def test_report_refuses_a_folder_without_trials_and_an_unevaluated_trial(tmp_pat
 def test_bad_command_line_values_give_one_line(tmp_path):
     out = _run("evaluate", str(tmp_path), "--episodes-per-pair", "-3")
     assert out.returncode == 2
-    assert out.stderr.strip().splitlines() == ["error: rllib evaluate: argument --episodes-per-pair: expected an integer >= 1, got -3"]
+    assert out.stderr.strip().splitlines() == [
+        "error: rllib evaluate: argument --episodes-per-pair: expected an integer >= 1, got -3"
+    ]
 
 
 # The PPO example names an imitation checkpoint to start from: tests/rllib/test_ppo.py checks it.
-TUNED_EXAMPLES = sorted(p for p in (Path(__file__).resolve().parents[2] / "tuned_examples").glob("**/*.yaml") if "ppo" not in p.name)
+TUNED_EXAMPLES = sorted(
+    p
+    for p in (Path(__file__).resolve().parents[2] / "tuned_examples").glob("**/*.yaml")
+    if "ppo" not in p.name
+)
 
 
 @pytest.mark.parametrize("path", TUNED_EXAMPLES, ids=[p.name for p in TUNED_EXAMPLES])
@@ -266,8 +328,19 @@ def test_storage_paths_are_made_absolute_and_uris_kept():
 
 @pytest.mark.parametrize(
     "config, cpus",
-    [({}, 1), ({"num_env_runners": 2}, 3), ({"num_cpus_for_main_process": 2}, 2),
-     ({"num_cpus_for_main_process": 2, "num_env_runners": {"grid_search": [0, 1]}, "num_cpus_per_env_runner": 2}, 4)],
+    [
+        ({}, 1),
+        ({"num_env_runners": 2}, 3),
+        ({"num_cpus_for_main_process": 2}, 2),
+        (
+            {
+                "num_cpus_for_main_process": 2,
+                "num_env_runners": {"grid_search": [0, 1]},
+                "num_cpus_per_env_runner": 2,
+            },
+            4,
+        ),
+    ],
 )
 def test_local_ray_has_the_cpus_a_trial_asks_for(config, cpus):
     from rllib_synpo.cli.main import _needed_cpus

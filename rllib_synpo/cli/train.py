@@ -1,0 +1,227 @@
+"""``rllib train file``: the experiments of a YAML file through Ray Tune, on a local Ray of its
+own or on a cluster (``--address`` / ``RAY_ADDRESS``). Everything the command can check is
+checked before Ray starts: the file (`load_experiments`), ``--stop``, the storage folders, and
+that a cluster's address answers (Ray itself would retry an unreachable one for minutes)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import logging
+import os
+import shlex
+import socket
+from pathlib import Path
+
+from rllib_synpo.cli.errors import UsageError, check_output_folder, first_line
+from rllib_synpo.cli.experiments import check_stop, experiment_config, load_experiments, needed_cpus
+
+DEFAULT_STORAGE = "~/ray_results"
+# Addresses that mean a local Ray of the command's own (None: no address given).
+LOCAL_ADDRESSES = (None, "local")
+# How long a cluster's address may take to accept a connection before the command gives up.
+ADDRESS_CHECK_TIMEOUT_S = 5.0
+ADDRESS_EXPECTED = "expected the address of a running Ray head node (`ray start --head` prints it)"
+STOP_EXAMPLE = """'{"training_iteration": 10}'"""
+# What the progress rows show for SynPo and SynPoPPO trials (result key: column), besides the
+# trial's name, status and the grid's parameters.
+SYNPO_PROGRESS_COLUMNS = {
+    "training_iteration": "iter",
+    "time_total_s": "seconds",
+    "learners/synpo/policy_loss": "policy loss",
+    "learners/synpo/action_accuracy": "step accuracy",
+    "last_evaluation/seen_avg_success_rate": "seen AvgSR",
+    "last_evaluation/unseen_avg_success_rate": "unseen AvgSR",
+    "learners/__all_modules__/num_module_steps_trained_throughput": "states/s",
+}
+SYNPO_ALGORITHMS = ("SynPo", "SynPoPPO")
+PROGRESS_EVERY_S = 30
+
+
+def train_file(args: argparse.Namespace) -> int:
+    from ray import tune
+
+    stop_override = parse_stop(args.stop) if args.stop is not None else None
+    address, address_source = ray_address(args.address)
+    local_ray = address in LOCAL_ADDRESSES
+    experiments = load_experiments(args.experiment, local_ray=local_ray)
+    for name, spec in experiments.items():
+        if stop_override is not None:
+            spec["stop"] = stop_override
+        spec["storage_path"] = _checked_storage_path(*_storage_choice(args, name, spec))
+        spec.setdefault("checkpoint_config", {"checkpoint_frequency": 1, "checkpoint_at_end": True})
+        spec["config"] = experiment_config(spec)
+        spec.pop("env", None)
+    if local_ray:
+        _absolute_thor_executable_variable()
+    else:
+        check_reachable(address, address_source)
+    _init_ray(address, address_source, experiments)
+    logging.getLogger("ray.tune.tune").addFilter(_without_tunes_resume_hint)
+    for folder in experiment_folders(experiments):
+        print(f"results and TensorBoard logs: {folder} (tensorboard --logdir {folder})")
+    trials = tune.run_experiments(
+        experiments,
+        resume="AUTO" if args.resume else False,
+        verbose=1,
+        progress_reporter=progress_reporter(experiments),
+    )
+    unfinished = [trial for trial in trials if not _reached_stop(trial)]
+    if unfinished:
+        print(
+            f"{len(unfinished)} of {len(trials)} trial(s) stopped before their stop criteria; "
+            f"continue from the last checkpoints with: {_resume_command(args)}"
+        )
+    return 0
+
+
+def experiment_folders(experiments: dict) -> list[str]:
+    """Where each experiment's trials write their results (Tune's storage folder)."""
+    return [f"{spec['storage_path'].rstrip('/')}/{name}" for name, spec in experiments.items()]
+
+
+def progress_reporter(experiments: dict):
+    """Tune's table of trials with what a SynPo user watches (`SYNPO_PROGRESS_COLUMNS`) when
+    every experiment runs SynPo or SynPoPPO, else Tune's default table."""
+    from ray.tune import CLIReporter
+
+    if any(spec["run"] not in SYNPO_ALGORITHMS for spec in experiments.values()):
+        return None
+
+    class SynPoReporter(CLIReporter):
+        """Names the storage folders as the results' logdir (Tune names its driver's
+        artifacts folder under /tmp/ray)."""
+
+        def report(self, trials, done, *sys_info) -> None:
+            with contextlib.redirect_stdout(io.StringIO()) as table:
+                super().report(trials, done, *sys_info)
+            lines = table.getvalue().splitlines()
+            logdirs = [f"Result logdir: {folder}" for folder in experiment_folders(experiments)]
+            first = next((i for i, line in enumerate(lines) if line.startswith("Result logdir: ")), None)
+            lines = [line for line in lines if not line.startswith("Result logdir: ")]
+            print("\n".join(lines if first is None else [*lines[:first], *logdirs, *lines[first:]]))
+
+    # Tune's newer console ignores a reporter; its older one (this) takes the columns.
+    os.environ["RAY_AIR_NEW_OUTPUT"] = "0"
+    return SynPoReporter(
+        metric_columns=SYNPO_PROGRESS_COLUMNS,
+        max_report_frequency=PROGRESS_EVERY_S,
+        sort_by_metric=False,
+    )
+
+
+def parse_stop(text: str) -> dict:
+    """``--stop``: a JSON object of stop criteria."""
+    expected = f"expected a JSON object of result names to numbers, e.g. {STOP_EXAMPLE}"
+    try:
+        stop = json.loads(text)
+    except json.JSONDecodeError as err:
+        problem = f"is not valid JSON ({err.msg} at column {err.colno})"
+        raise UsageError(f"--stop {text!r} {problem}: {expected}") from None
+    if not isinstance(stop, dict):
+        raise UsageError(f"--stop {text!r} holds a JSON {type(stop).__name__}: {expected}")
+    return check_stop(stop, "--stop", example=STOP_EXAMPLE)
+
+
+def _storage_choice(args: argparse.Namespace, name: str, spec: dict) -> tuple[str, str]:
+    """(where an experiment's results go, the option or setting that says so)."""
+    if args.storage_path:
+        return args.storage_path, "--storage-path"
+    if spec.get("storage_path"):
+        return spec["storage_path"], f"{args.experiment}: experiment {name!r}: storage_path"
+    return DEFAULT_STORAGE, "the default storage path"
+
+
+def _checked_storage_path(path: str, source: str) -> str:
+    """`_storage_path`, after checking that a local folder can be created or written."""
+    if "://" not in path:
+        check_output_folder(path, source)
+    return _storage_path(path)
+
+
+def _storage_path(path: str) -> str:
+    """A local folder made absolute (Tune needs one), or a URI (``s3://``, ``gs://``...) as is."""
+    return path if "://" in path else str(Path(path).expanduser().resolve())
+
+
+def ray_address(flag: str | None) -> tuple[str | None, str]:
+    """(the Ray cluster to join, or None for a local Ray of our own; the option that named it)."""
+    if flag:
+        return flag, "--address"
+    if os.environ.get("RAY_ADDRESS"):
+        return os.environ["RAY_ADDRESS"], "RAY_ADDRESS"
+    return None, ""
+
+
+def check_reachable(address: str, source: str) -> None:
+    """Refuses a cluster address where nothing accepts a TCP connection within
+    `ADDRESS_CHECK_TIMEOUT_S` (``ray.init`` retries such an address for minutes). ``auto`` and
+    URIs other than ``ray://`` are left to Ray."""
+    if address == "auto" or ("://" in address and not address.startswith("ray://")):
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(f"{source} {address!r} is not HOST:PORT: {ADDRESS_EXPECTED}")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=ADDRESS_CHECK_TIMEOUT_S):
+            pass
+    except OSError as err:
+        reason = err.strerror or str(err) or type(err).__name__
+        raise UsageError(
+            f"{source} {address!r}: nothing answers there ({reason}): {ADDRESS_EXPECTED}"
+        ) from None
+
+
+def _absolute_thor_executable_variable() -> None:
+    """A relative ``SYNPO_THOR_EXECUTABLE`` made absolute for the local Ray's processes (they
+    inherit it, and Tune runs each trial in its own folder)."""
+    from rllib_synpo.env.thor_pair_env import THOR_EXECUTABLE_ENV
+
+    value = os.environ.get(THOR_EXECUTABLE_ENV)
+    if value:
+        os.environ[THOR_EXECUTABLE_ENV] = str(Path(value).expanduser().absolute())
+
+
+def _init_ray(address: str | None, source: str, experiments: dict) -> None:
+    import ray
+
+    if address not in LOCAL_ADDRESSES:
+        try:
+            ray.init(address=address)
+        except ConnectionError as err:
+            raise UsageError(f"{source} {address!r}: {first_line(err)}: {ADDRESS_EXPECTED}") from None
+        return
+    # A trial asks for its main process's CPUs (its torch threads: Ray sets OMP_NUM_THREADS to
+    # them) + 1 per env runner; on a small machine more logical CPUs than cores keep it from
+    # waiting forever (the processes then share the cores).
+    num_cpus = max(os.cpu_count() or 1, needed_cpus(experiments))
+    # "local": a new Ray of our own even when another one runs on this machine (joining a
+    # cluster is what --address / RAY_ADDRESS are for).
+    ray.init(address="local", num_cpus=num_cpus, include_dashboard=False)
+
+
+def _without_tunes_resume_hint(record: logging.LogRecord) -> bool:
+    """Drops Tune's hint after Ctrl-C, which names its Python API (``tune.run_experiments(...,
+    resume=True)``); ``train_file`` prints the command that resumes instead."""
+    return "Resume experiment with" not in record.getMessage()
+
+
+def _reached_stop(trial) -> bool:
+    """Whether a trial met one of its stop criteria (Tune marks a Ctrl-C'd trial TERMINATED too)."""
+    from ray.tune.utils import flatten_dict
+
+    result = flatten_dict(trial.last_result or {}, delimiter="/")
+    criteria = trial.stopping_criterion or {}
+    met = not criteria or any(result.get(key, float("-inf")) >= value for key, value in criteria.items())
+    return trial.status == "TERMINATED" and met
+
+
+def _resume_command(args: argparse.Namespace) -> str:
+    words = ["rllib", "train", "file", args.experiment]
+    options = (("--stop", args.stop), ("--address", args.address), ("--storage-path", args.storage_path))
+    for flag, value in options:
+        if value:
+            words += [flag, value]
+    return shlex.join([*words, "--resume"])
