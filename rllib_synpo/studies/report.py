@@ -133,7 +133,7 @@ class Group:
 
     @property
     def seeds(self) -> list:
-        return [t.trial.seed for t in self.trials]
+        return sorted((t.trial.seed for t in self.trials), key=seed_order)
 
     def avgsr(self, part: str) -> tuple[float, float | None] | None:
         """(mean, sample std) of the AvgSR % over seeds; std None for one seed, None if no value."""
