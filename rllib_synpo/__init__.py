@@ -3,9 +3,9 @@
 The plain torch parts (`rllib_synpo.networks`, `rllib_synpo.losses`) import no Ray; the RLlib
 parts load on first use (``from rllib_synpo import SynPoConfig``). Importing changes no
 process-wide state: `register` makes ``run: SynPo``, ``run: SynPoPPO``, ``env: synpo_pairs``
-and ``env: synpo_thor_pairs`` known to Ray Tune (the ``rllib`` command and `SynPo.setup` call
-it), and the learner and evaluation set flush-to-zero where they run
-(`rllib_synpo.utils.denormals`).
+and ``env: synpo_thor_pairs`` known to Ray Tune (the ``rllib`` command calls it; validating a
+SynPo or SynPoPPO config registers the envs), and the algorithms, learners and evaluation set
+flush-to-zero where they compute (`rllib_synpo.utils.denormals`).
 """
 
 import importlib
