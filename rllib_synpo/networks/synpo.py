@@ -43,7 +43,7 @@ class ProductCoefficients(nn.Module):
     factorized coefficient function, each factor trained by every pair of its task
     (environment). Not the paper's (a single MLP on the concatenation). On the gridworld it
     composes worse than the paper's without unit-length embeddings and BatchNorm, and better
-    with them (results/learning_efficiency.md, findings 12-13 and 25)."""
+    with them (results/learning_efficiency.md)."""
 
     def __init__(self, embedding_dim: int, hidden_dim: int, basis_dim: int) -> None:
         super().__init__()

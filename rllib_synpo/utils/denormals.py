@@ -3,19 +3,15 @@ read and written as zero.
 
 Weight decay drives the weights of hidden units that no longer learn (most of the coefficient
 MLPs' units) towards zero, into the denormal range, where x86 CPUs compute every operation on
-them many times more slowly. After an hour of the tuned example (at 16 updates per
-collection) on an Intel Xeon VM, 19% of the weights were denormal: a float32 forward pass of
-4,096 states took 3.16 s instead of 0.50 s, its final 100-episode evaluation 966 s instead of
-155 s, and a training iteration of 16 updates 1.44 s instead of 1.29 s
-(results/learning_efficiency.md, "Denormal weights"). The mode belongs to
-each thread, and a new thread inherits it from the one that starts it, so SynPo sets it where
-its networks compute, before torch starts its OpenMP threads there: `SynPo.setup` and
-`SynPoPPO.setup` (the trial's process, which hosts the local learner and env runner), the
-learners' ``build`` (remote learners), the PPO env runners, adaptation and evaluation.
-Importing the package changes nothing. Threads started earlier may keep their mode (one-off
-script, the same VM: a float32 product of 4,096 x 128 inputs and 512 x 128 denormal weights
-took 796 ms unflushed, 448 ms with the mode set after torch's threads had started, 8 ms set
-before). TensorFlow sets the same mode in its thread pools.
+them many times more slowly: after an hour of training, 19% of the weights were denormal and a
+float32 forward pass took 6x as long (results/learning_efficiency.md, "Denormal weights"). The
+mode belongs to each thread, and a new thread inherits it from the one that starts it, so SynPo
+sets it where its networks compute, before torch starts its OpenMP threads there: `SynPo.setup`
+and `SynPoPPO.setup` (the trial's process, which hosts the local learner and env runner), the
+learners' ``build`` (remote learners), the PPO env runners, adaptation and evaluation. Importing
+the package changes nothing. Threads started earlier may keep their mode (a product with
+denormal weights: 796 ms unflushed, 448 ms with the mode set after torch's threads had started,
+8 ms set before). TensorFlow sets the same mode in its thread pools.
 A process whose other code needs denormals sets ``RLLIB_SYNPO_FLUSH_DENORMALS=0`` (Ray's workers
 started from it inherit the variable).
 """
