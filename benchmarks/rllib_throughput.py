@@ -38,7 +38,7 @@ from typing import Any
 
 import torch
 
-from rllib_synpo.cli.main import USAGE_ERROR, UsageError
+from rllib_synpo.cli.errors import USAGE_ERROR, UsageError
 from rllib_synpo.utils.denormals import flush_denormals_where_wanted
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,7 +83,7 @@ def checked_synpo_config(path: str):
     """The `SynPoConfig` of the file's single SynPo experiment, evaluation off; `UsageError`
     when the file is not one valid SynPo experiment."""
     from rllib_synpo.algorithms.synpo.synpo import SynPo
-    from rllib_synpo.cli.main import experiment_config, load_experiments
+    from rllib_synpo.cli.experiments import experiment_config, load_experiments
 
     experiments = load_experiments(path)
     if len(experiments) != 1:

@@ -20,22 +20,9 @@ import sys
 from rllib_synpo.cli.adapt import adapt_command
 from rllib_synpo.cli.errors import USAGE_ERROR, UsageError, one_line
 from rllib_synpo.cli.evaluate import evaluate_command
-from rllib_synpo.cli.experiments import experiment_config, load_experiments, needed_cpus
 from rllib_synpo.cli.report import report_command
-from rllib_synpo.cli.train import DEFAULT_STORAGE, _storage_path, train_file
+from rllib_synpo.cli.train import DEFAULT_STORAGE, train_file
 from rllib_synpo.utils.console import quiet_rllib_notices
-
-# What other modules and the tests import from here.
-__all__ = [
-    "USAGE_ERROR",
-    "UsageError",
-    "experiment_config",
-    "load_experiments",
-    "main",
-    "_needed_cpus",
-    "_storage_path",
-]
-_needed_cpus = needed_cpus
 
 
 def _positive_int(text: str) -> int:

@@ -313,14 +313,14 @@ TUNED_EXAMPLES = sorted(
 
 @pytest.mark.parametrize("path", TUNED_EXAMPLES, ids=[p.name for p in TUNED_EXAMPLES])
 def test_tuned_examples_are_valid(path):
-    from rllib_synpo.cli.main import load_experiments
+    from rllib_synpo.cli.experiments import load_experiments
 
     experiments = load_experiments(path)
     assert all(spec["run"] == "SynPo" for spec in experiments.values())
 
 
 def test_storage_paths_are_made_absolute_and_uris_kept():
-    from rllib_synpo.cli.main import _storage_path
+    from rllib_synpo.cli.train import _storage_path
 
     assert _storage_path("runs") == str(Path("runs").resolve())
     assert _storage_path("s3://bucket/sweeps") == "s3://bucket/sweeps"
@@ -343,6 +343,6 @@ def test_storage_paths_are_made_absolute_and_uris_kept():
     ],
 )
 def test_local_ray_has_the_cpus_a_trial_asks_for(config, cpus):
-    from rllib_synpo.cli.main import _needed_cpus
+    from rllib_synpo.cli.experiments import needed_cpus as _needed_cpus
 
     assert _needed_cpus({"a": {"config": {}}, "b": {"config": config}}) == cpus

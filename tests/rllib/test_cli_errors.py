@@ -357,7 +357,8 @@ def test_report_names_an_experiment_folder_that_is_not_one(tmp_path, what):
 
 # --- the other checks of an experiment file, in-process ---------------------------------------------
 def _refusal(path: Path) -> str:
-    from rllib_synpo.cli.main import UsageError, load_experiments
+    from rllib_synpo.cli.errors import UsageError
+    from rllib_synpo.cli.experiments import load_experiments
 
     with pytest.raises(UsageError) as err:
         load_experiments(path)
@@ -389,7 +390,7 @@ def test_config_settings_that_would_fail_in_the_trial(tmp_path, config, fragment
 def test_mazes_and_split_must_agree(tmp_path):
     from synpo_envs.gridworld.mazes import builtin_mazes
 
-    from rllib_synpo.cli.main import load_experiments
+    from rllib_synpo.cli.experiments import load_experiments
 
     folder = tmp_path / "three"
     folder.mkdir()
@@ -424,7 +425,7 @@ def test_tune_settings_that_would_fail_after_ray_started(tmp_path, change, fragm
 
 def test_file_settings_are_made_absolute_for_the_trials(tmp_path, monkeypatch):
     """Tune runs each trial in its own folder: relative paths are resolved where the command runs."""
-    from rllib_synpo.cli.main import experiment_config
+    from rllib_synpo.cli.experiments import experiment_config
 
     monkeypatch.chdir(tmp_path)
     env_config = {"gridworld": {"mazes": ["m/0.txt", "/abs/1.txt"]}, "thor": {"local_executable_path": "p"}}

@@ -284,7 +284,7 @@ def _tuned_example(checkpoint, tmp_path) -> Path:
 
 
 def test_the_tuned_example_is_valid(imitation_checkpoint, tmp_path):
-    from rllib_synpo.cli.main import load_experiments
+    from rllib_synpo.cli.experiments import load_experiments
 
     experiments = load_experiments(_tuned_example(imitation_checkpoint, tmp_path))
     spec = experiments["synpo-gridworld-ppo"]
@@ -299,7 +299,7 @@ def test_the_tuned_example_is_valid(imitation_checkpoint, tmp_path):
 def test_tune_runs_synpoppo_by_name(imitation_checkpoint, tmp_path):
     from ray import tune
 
-    from rllib_synpo.cli.main import experiment_config, load_experiments
+    from rllib_synpo.cli.experiments import experiment_config, load_experiments
 
     experiments = load_experiments(_tuned_example(imitation_checkpoint, tmp_path))
     spec = experiments["synpo-gridworld-ppo"]

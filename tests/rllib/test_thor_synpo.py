@@ -421,7 +421,7 @@ def test_standin_tuned_example_trains_end_to_end(tmp_path, thor_home, standin_ex
 
 @pytest.mark.parametrize("name", ["synpo_thor.yaml", "synpo_thor_standin.yaml"])
 def test_thor_tuned_examples_are_valid(name):
-    from rllib_synpo.cli.main import load_experiments
+    from rllib_synpo.cli.experiments import load_experiments
     from rllib_synpo.env.splits import resolve_split
 
     ((spec),) = load_experiments(ROOT / "tuned_examples" / name).values()
