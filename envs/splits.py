@@ -5,6 +5,9 @@
 - `transfer_split`: settings 2 and 3, trained on P = first half of envs x first half of tasks;
   new embeddings learned from one demonstration per pair of the setting's quadrants.
 - `ratio_split`: the seen-fraction study on 10 x 10 pairs.
+
+`first_colour_uncovered` marks the unseen pairs whose task starts with a colour that no seen
+task of their maze starts with: the hardest unseen pairs of a split, reported on their own.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 from synpo_envs.checks import is_int
-from synpo_envs.gridworld.constants import NUM_TASKS
+from synpo_envs.gridworld.constants import NUM_COLOURS, NUM_TASKS, TASK_COLOURS
 from synpo_envs.gridworld.mazes import NUM_BUILTIN_MAZES
 
 Pair = tuple[int, int]
@@ -89,6 +92,10 @@ class Split:
         mask[tuple(np.array(self.seen).T)] = True
         return mask
 
+    def first_colour_uncovered(self) -> np.ndarray:
+        """(num_envs, num_tasks) bool: `first_colour_uncovered` of this split's seen pairs."""
+        return first_colour_uncovered(self.seen_mask())
+
     def to_dict(self) -> dict:
         return {
             "format_version": SPLIT_FORMAT_VERSION,
@@ -132,6 +139,18 @@ class Split:
         except json.JSONDecodeError as err:
             raise SplitError(f"{path}: not valid JSON ({err})") from None
         return cls.from_dict(data, source=str(path))
+
+
+def first_colour_uncovered(seen_mask: np.ndarray) -> np.ndarray:
+    """(E, T) bool, True for the unseen pairs (env, task) whose task's first colour is the
+    first colour of no seen task of env: in training the agent never went for that colour
+    first in that maze. ``seen_mask`` is (E, T) over the gridworld's first T tasks."""
+    seen_mask = np.asarray(seen_mask, dtype=bool)
+    if seen_mask.ndim != 2 or seen_mask.shape[1] > NUM_TASKS:
+        raise ValueError(f"seen_mask must be (envs, tasks <= {NUM_TASKS}), got shape {seen_mask.shape}")
+    first = TASK_COLOURS[: seen_mask.shape[1], 0]  # (T,) each task's first colour
+    colour_seen = np.stack([(seen_mask & (first == c)).any(axis=1) for c in range(NUM_COLOURS)], axis=1)
+    return ~seen_mask & ~colour_seen[:, first]
 
 
 def random_split(

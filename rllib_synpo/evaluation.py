@@ -2,8 +2,9 @@
 task) pair, from batched episodes of any policy given as a function of observations (plain
 numpy/torch), and the evaluation of a checkpoint that ``rllib evaluate`` writes:
 ``success_matrix.csv`` (E x T success rate, NaN where not evaluated), ``summary.json`` (AvgSR,
-average return and first-pick accuracy on seen and unseen pairs) and ``heatmap.png`` (seen
-pairs boxed, as in the paper's figures)."""
+average return and first-pick accuracy on seen and unseen pairs, and on the unseen pairs split by
+whether a seen task of their maze starts with their first colour, `SUMMARY_PARTS`) and
+``heatmap.png`` (seen pairs boxed, as in the paper's figures)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,9 @@ from rllib_synpo.utils.heap import release_free_heap
 Pair = tuple[int, int]
 PolicyFn = Callable[[dict[str, np.ndarray]], np.ndarray]
 PAIR_SETS = ("seen", "unseen", "all")
+# The summary's pair sets: seen, unseen, and the unseen pairs whose task's first colour no seen
+# task of their maze starts (`synpo_envs.splits.first_colour_uncovered`) and the others.
+SUMMARY_PARTS = ("seen", "unseen", "unseen_uncovered", "unseen_covered")
 DEFAULT_MAX_BATCH = 4096  # episodes stepped together (memory: ~3 KB of observation each)
 
 
@@ -269,10 +273,17 @@ def select_pairs(split: Split, which: str) -> list[tuple[int, int]]:
 
 
 def summarize(results: PairResults, split: Split) -> dict:
-    seen = [split.is_seen(p) for p in results.pairs]
-    return {
-        "seen": results.summary(seen),
-        "unseen": results.summary([not s for s in seen]),
+    """The results' `PairResults.summary` on each of `SUMMARY_PARTS`, and the episodes per pair."""
+    rows = tuple(np.array(results.pairs, dtype=np.int64).reshape(-1, 2).T)
+    seen = split.seen_mask()[rows]
+    uncovered = split.first_colour_uncovered()[rows]
+    masks = {
+        "seen": seen,
+        "unseen": ~seen,
+        "unseen_uncovered": uncovered,
+        "unseen_covered": ~seen & ~uncovered,
+    }
+    return {part: results.summary(masks[part]) for part in SUMMARY_PARTS} | {
         "episodes_per_pair": int(results.episodes.max()) if len(results.episodes) else 0,
     }
 
@@ -280,7 +291,7 @@ def summarize(results: PairResults, split: Split) -> dict:
 def flat_summary(results: PairResults, split: Split) -> dict[str, float]:
     """`summarize` as one level of ``seen_...``/``unseen_...`` keys (RLlib results, CSV rows)."""
     summary = summarize(results, split)
-    return {f"{part}_{key}": value for part in ("seen", "unseen") for key, value in summary[part].items()}
+    return {f"{part}_{key}": value for part in SUMMARY_PARTS for key, value in summary[part].items()}
 
 
 def greedy_summary(

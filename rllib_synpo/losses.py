@@ -7,7 +7,8 @@ SynPo (and MLP, MTL, ModuleNet, which keep SynPo's objective):
 
 SF (successor features, Kulkarni et al. 2016, "Deep Successor Reinforcement Learning", trained
 by Q-imitation as in the SynPo paper): ``L = CE(softmax(Q), a_expert) + l1 * (phi.w - r)^2 +
-sf_td * ||phi(s, a) + gamma m(s', a') - m(s, a)||^2``, ``Q = m.w``.
+sf_td * ||phi(s, a) + gamma m(s', a') - m(s, a)||^2 + sf_reconstruction * ||g(psi_s) - s||^2``,
+``Q = m.w`` (``sf_env`` has no reconstruction term).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ REWARD_LOSS = "reward_loss"
 ENV_DISENTANGLE_LOSS = "env_disentangle_loss"
 TASK_DISENTANGLE_LOSS = "task_disentangle_loss"
 SF_TD_LOSS = "sf_td_loss"
+SF_RECONSTRUCTION_LOSS = "sf_reconstruction_loss"
 IMITATION_KL_LOSS = "imitation_kl_loss"
 TOTAL_LOSS = "total_loss"
 SYNPO_LOSS_TERMS = frozenset({POLICY_LOSS, REWARD_LOSS, ENV_DISENTANGLE_LOSS, TASK_DISENTANGLE_LOSS})
@@ -33,6 +35,7 @@ SYNPO_LOSS_TERMS = frozenset({POLICY_LOSS, REWARD_LOSS, ENV_DISENTANGLE_LOSS, TA
 EPISODE_END = -1
 NO_TRANSITION = -2
 SF_TD_WEIGHT = 1.0  # Kulkarni et al. weigh the SR Bellman loss like the reward loss: one
+SF_RECONSTRUCTION_WEIGHT = 1.0  # and the autoencoder's loss too
 
 # Loss inputs that read parameters beyond the network's forward pass, computed inside the
 # module's training forward pass (`loss_inputs`) so that torch's DistributedDataParallel (RLlib's
@@ -40,6 +43,10 @@ SF_TD_WEIGHT = 1.0  # Kulkarni et al. weigh the SR Bellman loss like the reward 
 ENV_SCORES = "env_scores"  # (N, E) the disentanglement head's scores of every environment
 TASK_SCORES = "task_scores"  # (N, T) the same for every task
 TASK_LOGITS = "task_logits"  # (N, T, A) the policy's logits for every task of each state (relabelling)
+RECONSTRUCTION = "reconstruction"  # (N, D) SF's decoder output g(psi_s)
+# Keys of `SynPoOutputs.extras` the paper's SF network fills in its forward pass.
+STATE_FEATURES = "state_features"  # (N, F) psi_s, the decoder's input
+OBSERVATION = "observation"  # (N, D) the decoder's target: the encoder's input, flattened
 
 
 def policy_loss(logits: torch.Tensor, expert_actions: torch.Tensor) -> torch.Tensor:
@@ -122,18 +129,25 @@ def sf_td_loss(
     return F.mse_loss(taken(successor, actions)[included], target.detach()[included])
 
 
+def sf_reconstruction_loss(reconstruction: torch.Tensor, observation: torch.Tensor) -> torch.Tensor:
+    """Kulkarni et al.'s autoencoder term: the mean squared error of the decoder's output
+    against the (flattened, [0, 1]-scaled) observation the state feature was computed from."""
+    return F.mse_loss(reconstruction, observation)
+
+
 # --- weighting -------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class LossWeights:
     """Weights of the terms besides the policy term (weight 1): the paper's l1, l2, l3 and
-    SF's TD term."""
+    SF's TD and reconstruction terms."""
 
     l1: float = 0.01  # reward
     l2: float = 0.1  # environment disentanglement
     l3: float = 0.001  # task disentanglement
     sf_td: float = SF_TD_WEIGHT
+    sf_reconstruction: float = SF_RECONSTRUCTION_WEIGHT
 
     def by_term(self) -> dict[str, float]:
         return {
@@ -142,16 +156,15 @@ class LossWeights:
             ENV_DISENTANGLE_LOSS: self.l2,
             TASK_DISENTANGLE_LOSS: self.l3,
             SF_TD_LOSS: self.sf_td,
+            SF_RECONSTRUCTION_LOSS: self.sf_reconstruction,
         }
 
 
-def synpo_total(
-    terms: dict[str, torch.Tensor], l1: float, l2: float, l3: float, sf_td: float = SF_TD_WEIGHT
-) -> torch.Tensor:
+def synpo_total(terms: dict[str, torch.Tensor], weights: LossWeights) -> torch.Tensor:
     """The weighted sum of the named terms present in ``terms`` (a network trains only its own
     terms, e.g. MTL has no environment disentanglement); other keys are ignored."""
-    weights = LossWeights(l1, l2, l3, sf_td).by_term()
-    present = [weights[name] * value for name, value in terms.items() if name in weights]
+    by_term = weights.by_term()
+    present = [by_term[name] * value for name, value in terms.items() if name in by_term]
     return torch.stack(present).sum()
 
 
@@ -159,8 +172,9 @@ def loss_inputs(
     net: torch.nn.Module, out, env_id: torch.Tensor, actions: torch.Tensor | None, relabelled: bool
 ) -> dict[str, torch.Tensor]:
     """The `imitation_losses` inputs beyond ``out`` that ``net``'s terms need: the disentanglement
-    scores of the state-action features of ``actions`` (the expert's, or PPO's taken actions)
-    and, for ``relabelled`` batches, the policy's logits for every task."""
+    scores of the state-action features of ``actions`` (the expert's, or PPO's taken actions),
+    SF's reconstruction of the observation and, for ``relabelled`` batches, the policy's logits
+    for every task."""
     names = getattr(net, "LOSS_TERMS", SYNPO_LOSS_TERMS)
     inputs = {}
     if relabelled:
@@ -169,6 +183,8 @@ def loss_inputs(
         inputs[ENV_SCORES], inputs[TASK_SCORES] = net.disentangle_scores(
             taken(out.sa_features, actions.long())
         )
+    if SF_RECONSTRUCTION_LOSS in names:
+        inputs[RECONSTRUCTION] = net.reconstruct(out.extras[STATE_FEATURES])
     return inputs
 
 
@@ -216,6 +232,11 @@ def imitation_losses(
             )
     else:
         terms[REWARD_LOSS] = reward_loss(out.reward, executed_actions, rewards)
+    if SF_RECONSTRUCTION_LOSS in names:
+        reconstruction = out.extras.get(RECONSTRUCTION)
+        if reconstruction is None:
+            reconstruction = net.reconstruct(out.extras[STATE_FEATURES])
+        terms[SF_RECONSTRUCTION_LOSS] = sf_reconstruction_loss(reconstruction, out.extras[OBSERVATION])
     if names & {ENV_DISENTANGLE_LOSS, TASK_DISENTANGLE_LOSS}:
         if ENV_SCORES in out.extras:
             env_scores, task_scores = out.extras[ENV_SCORES], out.extras[TASK_SCORES]
@@ -225,5 +246,5 @@ def imitation_losses(
             terms[ENV_DISENTANGLE_LOSS] = disentangle_loss(env_scores, env_id)
         if TASK_DISENTANGLE_LOSS in names:
             terms[TASK_DISENTANGLE_LOSS] = disentangle_loss(task_scores, task_id)
-    terms[TOTAL_LOSS] = synpo_total(terms, weights.l1, weights.l2, weights.l3, weights.sf_td)
+    terms[TOTAL_LOSS] = synpo_total(terms, weights)
     return terms

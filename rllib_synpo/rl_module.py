@@ -27,12 +27,8 @@ from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 from rllib_synpo.columns import EXPERT_ACTION, TASK_LABELS
 from rllib_synpo.losses import loss_inputs
 from rllib_synpo.networks import ENCODERS, NETWORKS, SynPoOutputs, make_network
-from rllib_synpo.networks.factory import COEFFICIENT_NETWORKS
-from rllib_synpo.networks.synpo import (
-    COEFFICIENT_DEFAULTS,
-    COEFFICIENT_FUNCTIONS,
-    changed_coefficient_options,
-)
+from rllib_synpo.networks.factory import OPTION_DEFAULTS, OPTION_NETWORKS
+from rllib_synpo.networks.synpo import COEFFICIENT_FUNCTIONS
 from rllib_synpo.utils.console import quiet_rllib_notices
 
 # Extra outputs of the training forward pass, read by the learner.
@@ -59,39 +55,37 @@ _RLLIB_MODEL_KEYS = {field.name for field in dataclasses.fields(DefaultModelConf
 
 
 def check_model_config(model_config: dict[str, Any]) -> dict[str, Any]:
-    ours = {**DEFAULT_MODEL_CONFIG, **COEFFICIENT_DEFAULTS}
+    """The network's settings from an RLModule's ``model_config``: the layer sizes and the
+    options (`OPTION_DEFAULTS`) its network takes; a ValueError names an unknown key, a bad
+    value, or an option set for a network that does not take it."""
+    ours = {**DEFAULT_MODEL_CONFIG, **OPTION_DEFAULTS}
     unknown = sorted(set(model_config) - set(ours) - _RLLIB_MODEL_KEYS)
     if unknown:
         raise ValueError(f"unknown SynPo model_config key(s) {unknown}; expected some of {sorted(ours)}")
     checked = {key: model_config.get(key, default) for key, default in DEFAULT_MODEL_CONFIG.items()}
-    coefficient_options = {
-        key: model_config.get(key, default) for key, default in COEFFICIENT_DEFAULTS.items()
-    }
-    if coefficient_options["coefficient_function"] not in COEFFICIENT_FUNCTIONS:
+    options = {key: model_config.get(key, default) for key, default in OPTION_DEFAULTS.items()}
+    if options["coefficient_function"] not in COEFFICIENT_FUNCTIONS:
         raise ValueError(
-            f"unknown coefficient_function {coefficient_options['coefficient_function']!r}; "
+            f"unknown coefficient_function {options['coefficient_function']!r}; "
             f"expected one of {list(COEFFICIENT_FUNCTIONS)}"
         )
-    if not 0 <= coefficient_options["coefficient_dropout"] < 1:
-        raise ValueError(
-            f"coefficient_dropout must be in [0, 1), got {coefficient_options['coefficient_dropout']!r}"
-        )
-    if not isinstance(coefficient_options["normalize_embeddings"], bool):
-        raise ValueError(
-            f"normalize_embeddings must be true or false, got {coefficient_options['normalize_embeddings']!r}"
-        )
-    # SynPo's coefficient options reach the networks built on them; others refuse a non-default.
-    if checked["network"] in COEFFICIENT_NETWORKS:
-        checked.update(coefficient_options)
-    elif changed := sorted(changed_coefficient_options(coefficient_options)):
-        raise ValueError(
-            f"model_config {changed} applies to networks {list(COEFFICIENT_NETWORKS)} only, "
-            f"not {checked['network']!r}"
-        )
+    if not 0 <= options["coefficient_dropout"] < 1:
+        raise ValueError(f"coefficient_dropout must be in [0, 1), got {options['coefficient_dropout']!r}")
+    if not isinstance(options["normalize_embeddings"], bool):
+        normalize = options["normalize_embeddings"]
+        raise ValueError(f"normalize_embeddings must be true or false, got {normalize!r}")
     if checked["encoder"] not in ENCODERS:
         raise ValueError(f"unknown encoder {checked['encoder']!r}; expected one of {sorted(ENCODERS)}")
-    if checked["network"] not in NETWORKS:
-        raise ValueError(f"unknown network {checked['network']!r}; expected one of {sorted(NETWORKS)}")
+    network = checked["network"]
+    if network not in NETWORKS:
+        raise ValueError(f"unknown network {network!r}; expected one of {sorted(NETWORKS)}")
+    for key, value in options.items():
+        if network in OPTION_NETWORKS[key]:
+            checked[key] = value
+        elif value != OPTION_DEFAULTS[key]:
+            raise ValueError(
+                f"model_config {key!r} applies to networks {list(OPTION_NETWORKS[key])} only, not {network!r}"
+            )
     return checked
 
 

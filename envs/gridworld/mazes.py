@@ -193,23 +193,49 @@ def _listed_maze_files(entries: Iterable[str | os.PathLike]) -> list[Path]:
     return [Path(entry) for entry in entries]
 
 
-def resolve_mazes(mazes: str | os.PathLike | Sequence[Maze | str | os.PathLike] | None) -> list[Maze]:
-    """The ``mazes=`` argument of the environments: None (built-ins), a folder, files or Mazes."""
+MAZES_EXPECTED = (
+    "expected a folder of maze files, a list of maze files or Mazes, {generated: {count: N, seed: S}}, "
+    "or None (the built-in mazes)"
+)
+GENERATED_KEY = "generated"
+
+
+def resolve_mazes(
+    mazes: str | os.PathLike | Sequence[Maze | str | os.PathLike] | Mapping | None,
+) -> list[Maze]:
+    """The ``mazes=`` argument of the environments: None (built-ins), a folder, files, Mazes, or
+    ``{"generated": {"count": N, "seed": S}}``: `generate_mazes` (a maze set that needs no file,
+    the same on every machine of a cluster)."""
     if mazes is None:
         return builtin_mazes()
     if isinstance(mazes, (str, os.PathLike)):
         return load_mazes(mazes)
-    if not isinstance(mazes, Iterable) or isinstance(mazes, Mapping):
-        raise MazeFormatError(
-            f"mazes {mazes!r}: expected a folder of maze files, a list of maze files or Mazes, "
-            "or None (the built-in mazes)"
-        )
+    if isinstance(mazes, Mapping):
+        return _generated_mazes(mazes)
+    if not isinstance(mazes, Iterable):
+        raise MazeFormatError(f"mazes {mazes!r}: {MAZES_EXPECTED}")
     mazes = list(mazes)
     if mazes and all(isinstance(m, Maze) for m in mazes):
         return mazes
     if any(isinstance(m, Maze) for m in mazes):
         raise TypeError("mazes= mixes Maze objects and file paths; pass one kind")
     return load_mazes(mazes)
+
+
+def _generated_mazes(spec: Mapping) -> list[Maze]:
+    settings = spec.get(GENERATED_KEY) if set(spec) == {GENERATED_KEY} else None
+    if not isinstance(settings, Mapping) or set(settings) != {"count", "seed"}:
+        raise MazeFormatError(f"mazes {dict(spec)!r}: {MAZES_EXPECTED}")
+    count, seed = settings["count"], settings["seed"]
+    for key, value, least in (("count", count, 1), ("seed", seed, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise MazeFormatError(f"mazes: generated {key} must be an integer >= {least}, got {value!r}")
+    return list(_cached_generated_mazes(count, seed))
+
+
+@functools.cache
+def _cached_generated_mazes(count: int, seed: int) -> tuple[Maze, ...]:
+    return tuple(generate_mazes(count, seed))
 
 
 @functools.cache

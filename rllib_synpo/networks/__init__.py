@@ -10,13 +10,14 @@ from rllib_synpo.networks.factory import NETWORKS, make_network
 from rllib_synpo.networks.mlp import MLPNetwork
 from rllib_synpo.networks.modulenet import ModuleNetwork
 from rllib_synpo.networks.mtl import MTLNetwork
-from rllib_synpo.networks.sf import SuccessorFeatureNetwork
+from rllib_synpo.networks.sf import EnvironmentSuccessorFeatureNetwork, SuccessorFeatureNetwork
 from rllib_synpo.networks.synpo import SynPoNetwork, SynPoOutputs
 
 __all__ = [
     "ENCODERS",
     "NETWORKS",
     "CompactEncoder",
+    "EnvironmentSuccessorFeatureNetwork",
     "MLPNetwork",
     "MTLNetwork",
     "ModuleNetwork",

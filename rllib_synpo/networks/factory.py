@@ -14,7 +14,7 @@ from torch import nn
 from rllib_synpo.networks.mlp import MLPNetwork
 from rllib_synpo.networks.modulenet import ModuleNetwork
 from rllib_synpo.networks.mtl import MTLNetwork
-from rllib_synpo.networks.sf import SuccessorFeatureNetwork
+from rllib_synpo.networks.sf import EnvironmentSuccessorFeatureNetwork, SuccessorFeatureNetwork
 from rllib_synpo.networks.synpo import SynPoNetwork
 from rllib_synpo.utils.checks import POSITIVE_INT, check_settings
 
@@ -24,11 +24,19 @@ NETWORKS: dict[str, type[nn.Module]] = {
     "mtl": MTLNetwork,
     "modulenet": ModuleNetwork,
     "sf": SuccessorFeatureNetwork,
+    "sf_env": EnvironmentSuccessorFeatureNetwork,
 }
 
-# The networks built on SynPo's coefficient functions (they take the options of
-# `networks.synpo.COEFFICIENT_DEFAULTS`; the others refuse them).
-COEFFICIENT_NETWORKS = ("synpo", "mtl")
+# The options beyond the layer sizes, with their defaults (the paper's), and the networks that
+# take each; the others refuse a value other than the default.
+OPTION_DEFAULTS = {"coefficient_function": "mlp", "coefficient_dropout": 0.0, "normalize_embeddings": False}
+COEFFICIENT_NETWORKS = ("synpo", "mtl")  # built on SynPo's coefficient functions
+OPTION_NETWORKS = {
+    "coefficient_function": COEFFICIENT_NETWORKS,
+    "coefficient_dropout": COEFFICIENT_NETWORKS,
+    # every network whose embeddings are vectors fed to a function (ModuleNet's are its modules)
+    "normalize_embeddings": ("synpo", "mtl", "mlp", "sf", "sf_env"),
+}
 LAYER_SIZE_KEYS = ("feature_dim", "embedding_dim", "basis_dim", "hidden_dim")
 
 

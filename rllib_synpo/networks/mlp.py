@@ -6,7 +6,8 @@ As in the authors' released ``GridWorldMLP``: policy and reward heads are one-hi
 on ``[psi_s; e_env; e_task]`` (released sizes 512 -> 1024 -> ReLU -> |A|; here
 ``feature_dim + 2 * embedding_dim -> hidden_dim -> |A|``), and the disentanglement classifiers
 read the *state* feature psi_s (there is no state-action feature), scored by dot product against
-all environment (task) embeddings like SynPo's.
+all environment (task) embeddings like SynPo's. ``normalize_embeddings`` (the authors' MLP has
+it too) feeds unit-length embeddings to the heads, as SynPo's option does to alpha and beta.
 
 Interface: ``sa_features`` is psi_s broadcast over the actions (an expanded view, no copy), so
 ``taken(sa_features, a)`` is psi_s and ``task_logits`` can rebuild every task's logits from it.
@@ -19,7 +20,7 @@ from torch import nn
 
 from rllib_synpo.losses import SYNPO_LOSS_TERMS
 from rllib_synpo.networks.encoders import make_encoder
-from rllib_synpo.networks.synpo import SynPoOutputs, mlp
+from rllib_synpo.networks.synpo import SynPoOutputs, embedding_rows, mlp
 
 
 class MLPNetwork(nn.Module):
@@ -40,10 +41,12 @@ class MLPNetwork(nn.Module):
         embedding_dim: int = 128,
         basis_dim: int = 128,
         hidden_dim: int = 512,
+        normalize_embeddings: bool = False,
         encoder_kwargs: dict | None = None,
     ) -> None:
         super().__init__()
         del basis_dim  # no basis in this baseline
+        self.normalize_embeddings = normalize_embeddings  # unit-length embeddings into the heads
         self.encoder = make_encoder(encoder, obs_shape, feature_dim, **(encoder_kwargs or {}))
         self.env_embedding = nn.Embedding(num_envs, embedding_dim)
         self.task_embedding = nn.Embedding(num_tasks, embedding_dim)
@@ -59,7 +62,8 @@ class MLPNetwork(nn.Module):
 
     def forward(self, obs: torch.Tensor, env_id: torch.Tensor, task_id: torch.Tensor) -> SynPoOutputs:
         psi = self.encoder(obs)
-        inputs = torch.cat([psi, self.env_embedding(env_id), self.task_embedding(task_id)], dim=-1)
+        e_env, e_task = self.embed(self.env_embedding, env_id), self.embed(self.task_embedding, task_id)
+        inputs = torch.cat([psi, e_env, e_task], dim=-1)
         logits = self.policy_head(inputs)
         return SynPoOutputs(
             logits=logits,
@@ -70,6 +74,9 @@ class MLPNetwork(nn.Module):
             ),  # reads the features, never trains them (SynPoOutputs.value)
         )
 
+    def embed(self, table: nn.Embedding, ids: torch.Tensor) -> torch.Tensor:
+        return embedding_rows(table, ids, self.normalize_embeddings)
+
     def task_logits(self, sa_features: torch.Tensor, env_id: torch.Tensor) -> torch.Tensor:
         """(N, T, A) logits of every task in each row's environment. The first layer is linear
         in the concatenation, so its state/environment part is computed once per row and its
@@ -78,8 +85,9 @@ class MLPNetwork(nn.Module):
         psi = sa_features[:, 0]
         embedding_dim = self.env_embedding.embedding_dim
         w_state, w_env, w_task = first.weight.split([self.feature_dim, embedding_dim, embedding_dim], dim=1)
-        per_row = psi @ w_state.T + self.env_embedding(env_id) @ w_env.T + first.bias  # (N, H)
-        per_task = self.task_embedding.weight @ w_task.T  # (T, H)
+        per_row = psi @ w_state.T + self.embed(self.env_embedding, env_id) @ w_env.T + first.bias  # (N, H)
+        all_tasks = torch.arange(self.task_embedding.num_embeddings, device=psi.device)
+        per_task = self.embed(self.task_embedding, all_tasks) @ w_task.T  # (T, H)
         return hidden_to_logits(torch.relu(per_row.unsqueeze(1) + per_task.unsqueeze(0)))
 
     def disentangle_scores(self, sa_taken: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -34,6 +34,13 @@ class SynPoOutputs:
     extras: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
+def embedding_rows(table: nn.Embedding, ids: torch.Tensor, normalize: bool) -> torch.Tensor:
+    """Rows ``ids`` of an embedding table, L2-normalized when ``normalize`` (the authors' code
+    option ``--norm``: unit-length embeddings where they enter the policy)."""
+    rows = table(ids)
+    return F.normalize(rows, dim=-1) if normalize else rows
+
+
 def mlp(inputs: int, hidden: int, outputs: int) -> nn.Sequential:
     return nn.Sequential(nn.Linear(inputs, hidden), nn.ReLU(), nn.Linear(hidden, outputs))
 
@@ -56,17 +63,6 @@ class ProductCoefficients(nn.Module):
 
 
 COEFFICIENT_FUNCTIONS = ("mlp", "product")  # "mlp": the paper's
-# The coefficient options of `SynPoNetwork` (and MTL) and their defaults: the paper's.
-COEFFICIENT_DEFAULTS = {
-    "coefficient_function": "mlp",
-    "coefficient_dropout": 0.0,
-    "normalize_embeddings": False,
-}
-
-
-def changed_coefficient_options(options: dict) -> dict:
-    """The entries of ``options`` (keys of `COEFFICIENT_DEFAULTS`) that differ from the paper's."""
-    return {key: value for key, value in options.items() if value != COEFFICIENT_DEFAULTS[key]}
 
 
 def pair_grid(
@@ -115,7 +111,7 @@ class SynPoNetwork(nn.Module):
         self.task_embedding = nn.Embedding(num_tasks, embedding_dim)
         # Dropout on [e_task; e_env] where it enters alpha and beta (training only; not the paper's).
         self.coefficient_dropout = nn.Dropout(coefficient_dropout)
-        # The authors' code option `--norm`: unit-length embeddings where they enter alpha, beta.
+        # Unit-length embeddings where they enter alpha and beta (`embedding_rows`).
         self.normalize_embeddings = normalize_embeddings
         self.alpha = make_coefficient_function(coefficient_function, embedding_dim, hidden_dim, basis_dim)
         self.beta = make_coefficient_function(coefficient_function, embedding_dim, hidden_dim, basis_dim)
@@ -130,9 +126,7 @@ class SynPoNetwork(nn.Module):
         nn.init.zeros_(self.value_head.bias)
 
     def embed(self, table: nn.Embedding, ids: torch.Tensor) -> torch.Tensor:
-        """Rows of an embedding table, L2-normalized when ``normalize_embeddings``."""
-        rows = table(ids)
-        return F.normalize(rows, dim=-1) if self.normalize_embeddings else rows
+        return embedding_rows(table, ids, self.normalize_embeddings)
 
     def coefficients(self, env_id: torch.Tensor, task_id: torch.Tensor) -> torch.Tensor:
         """[e_task; e_env] for every row (the input of alpha and beta)."""

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from synpo_envs.gridworld.constants import DEFAULT_WINDOW
+from synpo_envs.splits import first_colour_uncovered
 
 from rllib_synpo.checkpoint import MATRIX_FILE, META_FILE, SUMMARY_FILE, TRIAL_EVALUATION, TRIAL_PARAMS
 from rllib_synpo.losses import LossWeights
@@ -44,6 +45,9 @@ FINISHED = "TERMINATED"  # Tune's status of a trial that ran to its stop conditi
 INTERRUPTED = "TERMINATED before its stop criteria"  # what the report calls a Ctrl-C'd trial
 SEED_KEY = "seed"  # the training seed, the one grid value a group averages over
 PARTS = ("seen", "unseen")
+# The unseen pairs whose task's first colour no seen task of their maze starts, and the others
+# (`rllib_synpo.evaluation.SUMMARY_PARTS`).
+UNSEEN_SUBSETS = ("unseen_uncovered", "unseen_covered")
 MISSING = "-"
 
 # Result keys (RLlib's nested result keys joined with "/", as progress.csv names its columns).
@@ -104,7 +108,17 @@ class EvaluatedTrial:
     seen_mask: np.ndarray | None  # seen pairs of the trial's split, from its checkpoint's metadata
 
     def avgsr_percent(self, part: str) -> float | None:
-        rate = (self.summary.get(part) or {}).get("avg_success_rate")
+        """AvgSR % on ``part`` (`PARTS` or `UNSEEN_SUBSETS`) from the summary; an evaluation
+        written before the summary had `UNSEEN_SUBSETS` gets them from its success matrix."""
+        if part in self.summary:
+            rate = self.summary[part].get("avg_success_rate")
+        elif part in UNSEEN_SUBSETS and self.matrix is not None and self.seen_mask is not None:
+            uncovered = first_colour_uncovered(self.seen_mask)
+            mask = uncovered if part == "unseen_uncovered" else ~self.seen_mask & ~uncovered
+            rates = self.matrix[mask & ~np.isnan(self.matrix)]
+            rate = float(rates.mean()) if len(rates) else None
+        else:
+            rate = None
         return None if rate is None else 100.0 * float(rate)
 
     def last_progress_value(self, column: str) -> float | None:
@@ -588,9 +602,10 @@ def markdown_table(groups: Sequence[Group]) -> list[str]:
     lines = [
         (
             "| group | trials | seeds | seen AvgSR % | paper seen AvgSR % | unseen AvgSR % "
-            "| paper unseen AvgSR % | paper row | states trained | training minutes |"
+            "| paper unseen AvgSR % | paper row | states trained | training minutes "
+            "| unseen, first colour uncovered AvgSR % | unseen, first colour covered AvgSR % |"
         ),
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for group in groups:
         cells = [
@@ -604,6 +619,7 @@ def markdown_table(groups: Sequence[Group]) -> list[str]:
             group.paper.name if group.paper else MISSING,
             format_number(group.states_trained_mean(), ",.0f"),
             format_number(group.train_minutes_mean(), ".1f"),
+            *(format_mean_std(group.avgsr(part)) for part in UNSEEN_SUBSETS),
         ]
         lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     return lines
@@ -646,6 +662,10 @@ def setup_lines(study: Study) -> list[str]:
         (
             "- AvgSR: success rate over the pairs in percent, mean ± sample std (ddof 1) over a group's "
             "seeds; one seed shows the mean alone"
+        ),
+        (
+            "- Unseen, first colour uncovered: the unseen pairs whose task's first colour is the first "
+            "colour of no seen task of their maze (covered: the other unseen pairs)"
         ),
         (
             "- States trained: the last learners/__all_modules__/num_module_steps_trained_lifetime of "
@@ -691,6 +711,10 @@ CSV_COLUMNS = (
     "paper_unseen_std",
     "states_trained_mean",
     "train_minutes_mean",
+    "unseen_uncovered_mean",
+    "unseen_uncovered_std",
+    "unseen_covered_mean",
+    "unseen_covered_std",
 )
 
 
@@ -709,6 +733,10 @@ def csv_row(group: Group) -> dict[str, Any]:
         row[f"paper_{part}_std"] = getattr(group.paper.numbers, f"{part}_std") if group.paper else None
     row["states_trained_mean"] = group.states_trained_mean()
     row["train_minutes_mean"] = group.train_minutes_mean()
+    for part in UNSEEN_SUBSETS:
+        stat = group.avgsr(part)
+        row[f"{part}_mean"] = stat[0] if stat else None
+        row[f"{part}_std"] = stat[1] if stat else None
     return {column: "" if row[column] is None else row[column] for column in CSV_COLUMNS}
 
 

@@ -85,3 +85,30 @@ def test_missing_maze_paths_are_named(tmp_path):
         GridWorld(mazes=[tmp_path / "gone.txt"])
     with pytest.raises(MazeFormatError, match="no \\*.txt files"):
         load_mazes(tmp_path)
+
+
+def test_a_generated_maze_set_needs_no_file():
+    from synpo_envs.gridworld.mazes import resolve_mazes
+
+    assert resolve_mazes({"generated": {"count": NUM_BUILTIN_MAZES, "seed": BUILTIN_SEED}}) == builtin_mazes()
+    other = resolve_mazes({"generated": {"count": 20, "seed": 2019}})
+    assert other == generate_mazes(20, 2019) and not set(other) & set(builtin_mazes())
+    env = GridWorld(mazes={"generated": {"count": 3, "seed": 2019}})
+    assert env.observation_space["env_id"].n == 3
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ({"generated": {"count": 0, "seed": 1}}, "generated count must be an integer >= 1, got 0"),
+        ({"generated": {"count": 2, "seed": -1}}, "generated seed must be an integer >= 0, got -1"),
+        ({"generated": {"count": "20", "seed": 1}}, "generated count must be an integer >= 1, got '20'"),
+        ({"generated": {"count": 2}}, r"\{generated: \{count: N, seed: S\}\}"),
+        ({"random": 3}, r"mazes \{'random': 3\}: expected a folder"),
+    ],
+)
+def test_bad_generated_maze_specs_are_named(spec, message):
+    from synpo_envs.gridworld.mazes import resolve_mazes
+
+    with pytest.raises(MazeFormatError, match=message):
+        resolve_mazes(spec)

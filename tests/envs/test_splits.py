@@ -105,3 +105,23 @@ def test_numpy_sizes_are_accepted_and_saved_as_plain_ints():
     split = Split(num_envs=np.int64(2), num_tasks=np.int32(2), seen=((np.int64(0), 1),))
     assert type(split.num_envs) is int and type(split.num_tasks) is int
     assert json.loads(json.dumps(split.to_dict()))["num_envs"] == 2
+
+
+def test_first_colour_uncovered_pairs_by_hand():
+    from synpo_envs.splits import first_colour_uncovered
+
+    # tasks 0-4 start with A, B, C, D, E (AB, BC, CD, DE, EA); 5 "AC" starts with A like task 0
+    seen = np.zeros((2, 6), bool)
+    seen[0, 0] = seen[1, 1] = seen[1, 2] = True
+    uncovered = first_colour_uncovered(seen)
+    assert uncovered[0].tolist() == [False, True, True, True, True, False]  # env 0 went for A first
+    assert uncovered[1].tolist() == [True, False, False, True, True, True]  # env 1 for B and C
+    assert not (uncovered & seen).any()
+    with pytest.raises(ValueError, match="seen_mask must be"):
+        first_colour_uncovered(np.zeros((2, 21), bool))
+
+
+def test_first_colour_uncovered_counts_of_the_papers_splits():
+    """The counts the project's held-out study is designed around (split seeds 0-3, validation 100)."""
+    counts = {seed: int(random_split(seed=seed).first_colour_uncovered().sum()) for seed in (0, 1, 2, 3, 100)}
+    assert counts == {0: 48, 1: 60, 2: 40, 3: 88, 100: 60}

@@ -1,5 +1,6 @@
-"""The paper's baselines (MLP, MTL, ModuleNet, SF) as networks of the same family: shapes, the
-SF loss terms by hand, MTL's blindness to environments, ModuleNet's composition, the factory."""
+"""The paper's baselines (MLP, MTL, ModuleNet, SF) and SF conditioned on the environment as
+networks of the same family: shapes, the SF loss terms by hand, MTL's and SF's blindness to
+environments, ModuleNet's composition, unit-length embeddings, the factory."""
 
 import math
 from pathlib import Path
@@ -12,19 +13,20 @@ from rllib_synpo.losses import (
     NO_TRANSITION,
     POLICY_LOSS,
     REWARD_LOSS,
+    SF_RECONSTRUCTION_LOSS,
     SF_TD_LOSS,
     TASK_DISENTANGLE_LOSS,
     TOTAL_LOSS,
     LossWeights,
     imitation_losses,
     q_imitation_loss,
+    sf_reconstruction_loss,
     sf_reward_loss,
     sf_td_loss,
     synpo_total,
 )
 from rllib_synpo.networks import NETWORKS, make_network
-from rllib_synpo.networks.factory import COEFFICIENT_NETWORKS
-from rllib_synpo.networks.synpo import COEFFICIENT_DEFAULTS
+from rllib_synpo.networks.factory import OPTION_DEFAULTS, OPTION_NETWORKS
 
 OBS_SHAPE = (12, 16, 16)
 NUM_ACTIONS, NUM_ENVS, NUM_TASKS = 5, 3, 4
@@ -117,7 +119,8 @@ def test_which_terms_each_baseline_trains():
     assert NETWORKS["mlp"].LOSS_TERMS == NETWORKS["synpo"].LOSS_TERMS
     assert NETWORKS["mtl"].LOSS_TERMS == {POLICY_LOSS, REWARD_LOSS, TASK_DISENTANGLE_LOSS}
     assert NETWORKS["modulenet"].LOSS_TERMS == {POLICY_LOSS, REWARD_LOSS}
-    assert NETWORKS["sf"].LOSS_TERMS == {POLICY_LOSS, REWARD_LOSS, SF_TD_LOSS}
+    assert NETWORKS["sf"].LOSS_TERMS == {POLICY_LOSS, REWARD_LOSS, SF_TD_LOSS, SF_RECONSTRUCTION_LOSS}
+    assert NETWORKS["sf_env"].LOSS_TERMS == {POLICY_LOSS, REWARD_LOSS, SF_TD_LOSS}
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -130,7 +133,7 @@ def test_relabelled_policy_term_works_for_every_network(kind):
 
 
 def test_factory_names_a_bad_kind_and_the_choices():
-    with pytest.raises(ValueError, match=r"'resnet'.*\['mlp', 'modulenet', 'mtl', 'sf', 'synpo'\]"):
+    with pytest.raises(ValueError, match=r"'resnet'.*\['mlp', 'modulenet', 'mtl', 'sf', 'sf_env', 'synpo'\]"):
         _net("resnet")
 
 
@@ -264,11 +267,19 @@ def test_sf_td_loss_by_hand():
     assert partial.item() == pytest.approx((1 + 9) / 2)
 
 
-def test_sf_terms_from_the_network_and_their_weights():
-    net, batch = _net("sf"), _batch()
+def test_sf_reconstruction_loss_is_the_mean_squared_error():
+    reconstruction = torch.tensor([[0.0, 1.0], [0.5, 0.5]])
+    observation = torch.tensor([[1.0, 1.0], [0.5, 0.0]])
+    assert sf_reconstruction_loss(reconstruction, observation).item() == pytest.approx((1 + 0.25) / 4)
+
+
+@pytest.mark.parametrize("kind", ["sf", "sf_env"])
+def test_sf_terms_from_the_network_and_their_weights(kind):
+    net, batch = _net(kind), _batch()
     out = net(batch["obs"], batch["env_id"], batch["task_id"])
     phi, w = out.extras["features"], out.extras["task_weights"]
-    terms = _terms(net, batch, LossWeights(l1=0.5, sf_td=2.0))
+    weights = LossWeights(l1=0.5, sf_td=2.0, sf_reconstruction=3.0)
+    terms = _terms(net, batch, weights)
     assert terms[POLICY_LOSS].item() == pytest.approx(
         q_imitation_loss(out.logits, batch["expert_action"]).item(), rel=1e-6
     )
@@ -279,10 +290,16 @@ def test_sf_terms_from_the_network_and_their_weights():
         out.sa_features, phi, batch["action"], batch["next_row"], batch["expert_action"], net.discount
     )
     assert terms[SF_TD_LOSS].item() == pytest.approx(td.item(), rel=1e-6)
-    assert terms[TOTAL_LOSS].item() == pytest.approx(
-        (terms[POLICY_LOSS] + 0.5 * terms[REWARD_LOSS] + 2.0 * terms[SF_TD_LOSS]).item(), rel=1e-6
-    )
-    without_td = synpo_total(terms, 0.5, 0.1, 0.001, sf_td=0.0)
+    expected = terms[POLICY_LOSS] + 0.5 * terms[REWARD_LOSS] + 2.0 * terms[SF_TD_LOSS]
+    if kind == "sf":  # Kulkarni et al.'s autoencoder: psi_s decoded back to the [0, 1] observation
+        observation = batch["obs"].float().flatten(1) / 255.0
+        reconstruction = sf_reconstruction_loss(net.decoder(net.encoder(batch["obs"])), observation)
+        assert terms[SF_RECONSTRUCTION_LOSS].item() == pytest.approx(reconstruction.item(), rel=1e-6)
+        expected = expected + 3.0 * terms[SF_RECONSTRUCTION_LOSS]
+    else:
+        assert SF_RECONSTRUCTION_LOSS not in terms and not hasattr(net, "decoder")
+    assert terms[TOTAL_LOSS].item() == pytest.approx(expected.item(), rel=1e-6)
+    without_td = synpo_total(terms, LossWeights(l1=0.5, sf_td=0.0, sf_reconstruction=0.0))
     assert without_td.item() == pytest.approx(
         (terms[POLICY_LOSS] + 0.5 * terms[REWARD_LOSS]).item(), rel=1e-6
     )
@@ -293,25 +310,74 @@ def test_sf_terms_from_the_network_and_their_weights():
     assert SF_TD_LOSS not in no_td
 
 
+def test_the_papers_sf_never_reads_the_environment():
+    """The paper's SF "lacks the capability of capturing the environmental priors": no output
+    depends on the environment id or embedding; sf_env's successor features do."""
+    net, batch = _net("sf"), _batch()
+    before = net(batch["obs"], batch["env_id"], batch["task_id"])
+    with torch.no_grad():
+        net.env_embedding.weight.normal_()
+        net.value_head.weight.normal_()
+    after = net(batch["obs"], batch["env_id"], batch["task_id"])
+    other_envs = net(batch["obs"], (batch["env_id"] + 1) % NUM_ENVS, batch["task_id"])
+    for changed in (after, other_envs):
+        assert torch.equal(changed.logits, before.logits) and torch.equal(changed.reward, before.reward)
+        assert torch.equal(changed.sa_features, before.sa_features)
+    assert torch.equal(other_envs.value, after.value)
+    assert "env_embedding.weight" not in _grads(net, _terms(net, batch)[TOTAL_LOSS])
+    conditioned = _net("sf_env")
+    out = conditioned(batch["obs"], batch["env_id"], batch["task_id"])
+    moved = conditioned(batch["obs"], (batch["env_id"] + 1) % NUM_ENVS, batch["task_id"])
+    assert not torch.allclose(out.logits, moved.logits)
+
+
 def test_sf_gradients_reach_the_expected_parameters():
     net, batch = _net("sf"), _batch()
     policy = _grads(net, _terms(net, batch)[POLICY_LOSS])
     assert {
         "successor.0.weight",
         "task_weights.weight",
-        "env_embedding.weight",
         "task_embedding.weight",
         "encoder.project.0.weight",
-    } <= policy
-    assert "feature_basis" not in policy and not any(name.startswith("value_head") for name in policy)
+    } <= (policy)
+    assert not policy & {"feature_basis", "env_embedding.weight", "decoder.0.weight"}
+    assert not any(name.startswith("value_head") for name in policy)
     reward = _grads(net, _terms(net, batch)[REWARD_LOSS])
     assert {"feature_basis", "task_weights.weight", "task_embedding.weight"} <= reward
-    assert not any(name.startswith(("successor", "env_embedding")) for name in reward)
+    assert not any(name.startswith(("successor", "env_embedding", "decoder")) for name in reward)
     td = _grads(net, _terms(net, batch)[SF_TD_LOSS])
-    assert {"successor.0.weight", "env_embedding.weight"} <= td
-    assert not td & {"feature_basis", "task_weights.weight", "task_embedding.weight"}
-    with pytest.raises(NotImplementedError, match="Kulkarni"):
-        net.disentangle_scores(torch.zeros(2, TINY["basis_dim"]))
+    assert "successor.0.weight" in td
+    assert not td & {"feature_basis", "task_weights.weight", "task_embedding.weight", "env_embedding.weight"}
+    reconstruction = _grads(net, _terms(net, batch)[SF_RECONSTRUCTION_LOSS])
+    assert {"decoder.0.weight", "decoder.2.weight", "encoder.project.0.weight"} <= reconstruction
+    assert not any(name.startswith(("successor", "task", "env", "feature_basis")) for name in reconstruction)
+    conditioned = _net("sf_env")
+    assert "env_embedding.weight" in _grads(conditioned, _terms(conditioned, batch)[SF_TD_LOSS])
+    for kind in ("sf", "sf_env"):
+        with pytest.raises(NotImplementedError, match="Kulkarni"):
+            _net(kind).disentangle_scores(torch.zeros(2, TINY["basis_dim"]))
+
+
+# --- unit-length embeddings -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", OPTION_NETWORKS["normalize_embeddings"])
+def test_normalize_embeddings_makes_every_output_blind_to_the_embeddings_length(kind):
+    net, batch = _net(kind, normalize_embeddings=True), _batch()
+    before = net(batch["obs"], batch["env_id"], batch["task_id"])
+    before_tasks = net.task_logits(before.sa_features, batch["env_id"])
+    with torch.no_grad():  # rescale each row by its own positive factor
+        for table in (net.env_embedding, net.task_embedding):
+            table.weight.mul_(torch.rand(table.num_embeddings, 1) * 5 + 0.1)
+    after = net(batch["obs"], batch["env_id"], batch["task_id"])
+    assert torch.allclose(after.logits, before.logits, atol=1e-5)
+    assert torch.allclose(after.reward, before.reward, atol=1e-5)
+    assert torch.allclose(net.task_logits(after.sa_features, batch["env_id"]), before_tasks, atol=1e-5)
+    plain = _net(kind)
+    plain_before = plain(batch["obs"], batch["env_id"], batch["task_id"]).logits
+    with torch.no_grad():
+        plain.task_embedding.weight.mul_(3.0)
+    assert not torch.allclose(plain(batch["obs"], batch["env_id"], batch["task_id"]).logits, plain_before)
 
 
 # --- the RLlib module computes the network's own terms ---------------------------------------
@@ -379,7 +445,8 @@ def test_model_config_names_a_bad_network():
     assert DEFAULT_MODEL_CONFIG["network"] == "synpo"
     with pytest.raises(
         ValueError,
-        match=r"unknown network 'transformer'; expected one of \['mlp', 'modulenet', 'mtl', 'sf', 'synpo'\]",
+        match=r"unknown network 'transformer'; expected one of "
+        r"\['mlp', 'modulenet', 'mtl', 'sf', 'sf_env', 'synpo'\]",
     ):
         check_model_config({"network": "transformer"})
 
@@ -403,9 +470,13 @@ def test_coefficient_options_reach_synpo_and_are_refused_by_networks_without_the
     )
     assert "coefficient_dropout" not in check_model_config({"network": "mlp"})
     with pytest.raises(
-        ValueError, match=r"\['coefficient_dropout'\] applies to networks \['synpo', 'mtl'\] only, not 'sf'"
+        ValueError, match=r"'coefficient_dropout' applies to networks \['synpo', 'mtl'\] only, not 'sf'"
     ):
         check_model_config({"network": "sf", "coefficient_dropout": 0.3})
+    for kind in ("mlp", "sf", "sf_env"):
+        assert check_model_config({"network": kind, "normalize_embeddings": True})["normalize_embeddings"]
+    with pytest.raises(ValueError, match=r"'normalize_embeddings' applies to .* only, not 'modulenet'"):
+        check_model_config({"network": "modulenet", "normalize_embeddings": True})
     with pytest.raises(ValueError, match="unknown coefficient_function 'sum'"):
         check_model_config({"coefficient_function": "sum"})
     with pytest.raises(ValueError, match=r"coefficient_dropout must be in \[0, 1\), got 1.5"):
@@ -414,7 +485,7 @@ def test_coefficient_options_reach_synpo_and_are_refused_by_networks_without_the
         check_model_config({"normalize_embeddings": "yes"})
 
 
-@pytest.mark.parametrize("kind", ["mlp", "mtl", "modulenet", "sf"])
+@pytest.mark.parametrize("kind", ["mlp", "mtl", "modulenet", "sf", "sf_env"])
 def test_tuned_examples_differ_from_synpo_only_in_the_network(kind):
     import yaml
 
@@ -425,8 +496,10 @@ def test_tuned_examples_differ_from_synpo_only_in_the_network(kind):
     ((name, baseline),) = yaml.safe_load((examples / f"{kind}_gridworld.yaml").read_text()).items()
     assert name == f"{kind}-gridworld"
     synpo_model = synpo["config"].pop("model_config")
-    if kind not in COEFFICIENT_NETWORKS:  # SynPo's coefficient options do not apply to it
-        synpo_model = {k: v for k, v in synpo_model.items() if k not in COEFFICIENT_DEFAULTS}
+    # SynPo's options that apply to the baseline carry over; the others are left out.
+    synpo_model = {
+        k: v for k, v in synpo_model.items() if k not in OPTION_DEFAULTS or kind in OPTION_NETWORKS[k]
+    }
     assert baseline["config"].pop("model_config") == {**synpo_model, "network": kind}
     assert baseline == synpo
     check_model_config({"network": kind})

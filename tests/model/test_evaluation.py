@@ -70,3 +70,25 @@ def test_only_greedy_torch_policies_are_treated_as_deterministic():
     net = torch.nn.Linear(1, 1)
     assert torch_greedy_policy(net).deterministic
     assert not torch_policy(net, sample=True).deterministic
+
+
+def test_summary_splits_the_unseen_pairs_by_their_first_colour():
+    from synpo_envs.splits import random_split
+
+    from rllib_synpo.evaluation import PairResults, flat_summary, summarize
+
+    split = random_split(seed=0)
+    pairs = list(split.all_pairs)
+    uncovered = split.first_colour_uncovered()
+    # success 1 on uncovered pairs, 0.5 on the other unseen ones, 0 on seen ones
+    rates = np.array([1.0 if uncovered[p] else 0.0 if split.is_seen(p) else 0.5 for p in pairs])
+    episodes = np.full(len(pairs), 4)
+    zeros = np.zeros(len(pairs), np.int64)
+    results = PairResults(pairs, episodes, (rates * 4).astype(np.int64), rates * 4, zeros, zeros)
+    summary = summarize(results, split)
+    assert summary["unseen_uncovered"]["pairs"] == 48 and summary["unseen_covered"]["pairs"] == 208
+    assert summary["unseen_uncovered"]["avg_success_rate"] == 1.0
+    assert summary["unseen_covered"]["avg_success_rate"] == 0.5
+    assert summary["unseen"]["avg_success_rate"] == pytest.approx((48 + 0.5 * 208) / 256)
+    assert summary["seen"]["avg_success_rate"] == 0.0
+    assert flat_summary(results, split)["unseen_uncovered_avg_success_rate"] == 1.0

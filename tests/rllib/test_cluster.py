@@ -160,7 +160,7 @@ def _tiny_study(tmp_path: Path, networks: list[str], seeds: list[int], iteration
     experiments = yaml.safe_load(shipped.read_text())
     spec = experiments["table1"]
     grid = {entry["network"]: entry for entry in spec["config"]["model_config"]["grid_search"]}
-    assert sorted(grid) == ["mlp", "modulenet", "mtl", "sf", "synpo"]
+    assert sorted(grid) == ["mlp", "modulenet", "mtl", "sf", "sf_env", "synpo"]
     spec["stop"] = {"training_iteration": iterations}
     spec["checkpoint_config"] = {"checkpoint_frequency": iterations, "checkpoint_at_end": True}
     spec["config"].update(

@@ -517,3 +517,25 @@ def test_importing_the_module_loads_neither_ray_nor_matplotlib():
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_unseen_pairs_split_by_first_colour_from_the_summary_or_the_matrix(tmp_path):
+    """Seen (0, 0) "AB" and (1, 1) "BC": every unseen pair of env 0 starts with B or C and of env 1
+    with A or C, so all are uncovered. A summary with the parts is used as written; one
+    without them (written before) gets them from its success matrix."""
+    exp = tmp_path / "colours"
+    exp.mkdir()
+    _state(exp, [_trial(exp, i, {"seed": i}, _params(i)) for i in range(2)])
+    summary_path = next(exp.glob("*00001*")) / "evaluation" / "summary.json"
+    summary = json.loads(summary_path.read_text())
+    summary["unseen_uncovered"] = {"avg_success_rate": 0.3, "pairs": 4}
+    summary["unseen_covered"] = {"avg_success_rate": None, "pairs": 0}
+    summary_path.write_text(json.dumps(summary))
+    report_experiment(exp, echo=None)
+    (row,) = _rows(exp / "report").values()
+    # seed 0 from the matrix (every pair 0.5), seed 1 from its summary
+    assert [row["unseen_uncovered_mean"], row["unseen_uncovered_std"]] == pytest.approx(
+        [40.0, 14.142], abs=1e-3
+    )
+    assert math.isnan(row["unseen_covered_mean"])
+    assert "| 40.0 ± 14.1 | - |" in (exp / "report" / "report.md").read_text()

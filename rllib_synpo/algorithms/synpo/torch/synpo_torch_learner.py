@@ -11,7 +11,13 @@ from ray.rllib.core.learner.learner import DEFAULT_OPTIMIZER
 from ray.rllib.core.learner.torch.torch_learner import TorchLearner
 
 from rllib_synpo.columns import EXECUTED_ACTION, EXPERT_ACTION, NEXT_ROW, TASK_LABELS
-from rllib_synpo.losses import SF_TD_WEIGHT, TOTAL_LOSS, LossWeights, imitation_losses
+from rllib_synpo.losses import (
+    SF_RECONSTRUCTION_WEIGHT,
+    SF_TD_WEIGHT,
+    TOTAL_LOSS,
+    LossWeights,
+    imitation_losses,
+)
 from rllib_synpo.rl_module import outputs_from_fwd_out
 from rllib_synpo.utils.denormals import flush_denormals_where_wanted
 from rllib_synpo.utils.optimizers import finite_norm, fused_adam_options
@@ -27,8 +33,10 @@ __all__ = [
     "synpo_loss_terms",
 ]
 
-# learner_config_dict key of the SF TD term's weight (`config.learners(learner_config_dict=...)`).
+# learner_config_dict keys of the SF TD and reconstruction terms' weights
+# (`config.learners(learner_config_dict=...)`).
 SF_TD_WEIGHT_KEY = "sf_td_weight"
+SF_RECONSTRUCTION_WEIGHT_KEY = "sf_reconstruction_weight"
 # learner_config_dict key that restricts training to chosen embedding rows (adaptation to new
 # environments and tasks): ``{"env_embedding": [ids...], "task_embedding": [ids...]}``, see
 # `SynPoTorchLearner`.
@@ -99,9 +107,15 @@ def _eval_mode_pre_hook(network: torch.nn.Module, args) -> None:
 
 
 def loss_weights(config) -> LossWeights:
-    """l1, l2, l3 from the algorithm config; SF's TD weight from its ``learner_config_dict``."""
+    """l1, l2, l3 from the algorithm config; SF's TD and reconstruction weights from its
+    ``learner_config_dict``."""
+    learner_config = config.learner_config_dict
     return LossWeights(
-        config.l1, config.l2, config.l3, config.learner_config_dict.get(SF_TD_WEIGHT_KEY, SF_TD_WEIGHT)
+        config.l1,
+        config.l2,
+        config.l3,
+        learner_config.get(SF_TD_WEIGHT_KEY, SF_TD_WEIGHT),
+        learner_config.get(SF_RECONSTRUCTION_WEIGHT_KEY, SF_RECONSTRUCTION_WEIGHT),
     )
 
 

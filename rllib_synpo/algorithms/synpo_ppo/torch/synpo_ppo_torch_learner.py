@@ -100,7 +100,7 @@ class SynPoPPOTorchLearner(PPOTorchLearner):
         )
         aux_batch, aux_out = masked_rows(batch, fwd_out)
         # Only the named auxiliary terms are used (PPO's surrogate replaces the imitation term).
-        weights = LossWeights(l1=config.l1, l2=config.l2, l3=config.l3, sf_td=0.0)
+        weights = LossWeights(l1=config.l1, l2=config.l2, l3=config.l3, sf_td=0.0, sf_reconstruction=0.0)
         terms = synpo_loss_terms(self.module[module_id].unwrapped(), aux_batch, aux_out, weights)
         for name, weight in AUX_LOSSES.items():
             if name not in terms:  # a baseline network without this term
