@@ -29,10 +29,13 @@ def resolve_precision(precision: str, device: torch.device | str) -> str:
 
 
 def training_autocast(precision: str, device: torch.device | str) -> contextlib.AbstractContextManager:
-    """The context of a training forward pass at ``precision`` on ``device``."""
+    """The context of training at ``precision`` on ``device``: one or more updates (forward
+    passes, backwards and optimizer steps). Autocast's cache of the parameters' bfloat16 copies
+    is off: with it, every update after the first in one context would run its forward pass on
+    the copies the first one made, i.e. on stale weights."""
     if resolve_precision(precision, device) == "float32":
         return contextlib.nullcontext()
-    return torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
+    return torch.autocast(torch.device(device).type, dtype=torch.bfloat16, cache_enabled=False)
 
 
 def native_bfloat16(device: torch.device | str = "cpu") -> bool:

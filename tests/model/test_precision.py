@@ -124,6 +124,33 @@ def test_autocast_around_backward_and_adam_equals_autocast_around_the_forward_al
     assert all(torch.equal(results[0][name], results[1][name]) for name in results[0])
 
 
+def test_several_updates_in_one_autocast_context_equal_one_context_each():
+    """`SynPoTorchLearner` autocasts RLlib's whole ``update``: all its minibatches' steps in one
+    context. Each step's forward pass must see the weights the previous step left (autocast's
+    weight cache would hand it the first step's bfloat16 copies)."""
+    start = _net()
+    results = []
+    for one_context in (False, True):
+        net = copy.deepcopy(start)
+        optimizer = torch.optim.Adam(net.parameters(), lr=1e-2)
+
+        def step(index, net=net, optimizer=optimizer):
+            optimizer.zero_grad()
+            _loss(net, _batch(index)).backward()
+            optimizer.step()
+
+        if one_context:
+            with training_autocast("bfloat16", "cpu"):
+                for index in range(3):
+                    step(index)
+        else:
+            for index in range(3):
+                with training_autocast("bfloat16", "cpu"):
+                    step(index)
+        results.append(net.state_dict())
+    assert all(torch.equal(results[0][name], results[1][name]) for name in results[0])
+
+
 @pytest.mark.parametrize("precision", ["float32", "bfloat16"])
 def test_same_seed_same_updates(precision):
     first, second = _net(), _net()
