@@ -7,7 +7,8 @@
 - `ratio_split`: the seen-fraction study on 10 x 10 pairs.
 
 `first_colour_uncovered` marks the unseen pairs whose task starts with a colour that no seen
-task of their maze starts with: the hardest unseen pairs of a split, reported on their own.
+task of their maze starts with: the hardest unseen pairs of a split, reported on their own;
+`pair_subsets` gives the masks of every reported subset (`PAIR_SUBSETS`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ PAPER_NUM_SEEN = 144
 PAPER_MIN_COVER = 4
 SPLIT_FORMAT_VERSION = 1
 QUADRANTS = ("P", "cross_env", "cross_task", "Q")  # (P env, P task), (Q env, P task), ...
+# The pair subsets results are reported on: seen, unseen, and the unseen pairs split by
+# `first_colour_uncovered` into those it marks and the others.
+PAIR_SUBSETS = ("seen", "unseen", "unseen_uncovered", "unseen_covered")
 TRANSFER_SETTINGS = (2, 3)
 RATIO_GRID = 10
 
@@ -151,6 +155,18 @@ def first_colour_uncovered(seen_mask: np.ndarray) -> np.ndarray:
     first = TASK_COLOURS[: seen_mask.shape[1], 0]  # (T,) each task's first colour
     colour_seen = np.stack([(seen_mask & (first == c)).any(axis=1) for c in range(NUM_COLOURS)], axis=1)
     return ~seen_mask & ~colour_seen[:, first]
+
+
+def pair_subsets(seen_mask: np.ndarray) -> dict[str, np.ndarray]:
+    """(E, T) bool mask of each of `PAIR_SUBSETS`, given the split's (E, T) seen pairs."""
+    seen_mask = np.asarray(seen_mask, dtype=bool)
+    uncovered = first_colour_uncovered(seen_mask)
+    return {
+        "seen": seen_mask,
+        "unseen": ~seen_mask,
+        "unseen_uncovered": uncovered,
+        "unseen_covered": ~seen_mask & ~uncovered,
+    }
 
 
 def random_split(

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from synpo_envs.gridworld import BatchedGridWorld
 from synpo_envs.gridworld.constants import NUM_CELLS
-from synpo_envs.splits import Split
+from synpo_envs.splits import PAIR_SUBSETS, Split, pair_subsets
 
 from rllib_synpo.checkpoint import MATRIX_FILE, SUMMARY_FILE, find_checkpoint, load_checkpoint
 from rllib_synpo.utils.denormals import flush_denormals_where_wanted
@@ -27,9 +27,7 @@ from rllib_synpo.utils.heap import release_free_heap
 Pair = tuple[int, int]
 PolicyFn = Callable[[dict[str, np.ndarray]], np.ndarray]
 PAIR_SETS = ("seen", "unseen", "all")
-# The summary's pair sets: seen, unseen, and the unseen pairs whose task's first colour no seen
-# task of their maze starts (`synpo_envs.splits.first_colour_uncovered`) and the others.
-SUMMARY_PARTS = ("seen", "unseen", "unseen_uncovered", "unseen_covered")
+SUMMARY_PARTS = PAIR_SUBSETS  # the summary's pair sets (`synpo_envs.splits.pair_subsets`)
 DEFAULT_MAX_BATCH = 4096  # episodes stepped together (memory: ~3 KB of observation each)
 
 
@@ -275,15 +273,8 @@ def select_pairs(split: Split, which: str) -> list[tuple[int, int]]:
 def summarize(results: PairResults, split: Split) -> dict:
     """The results' `PairResults.summary` on each of `SUMMARY_PARTS`, and the episodes per pair."""
     rows = tuple(np.array(results.pairs, dtype=np.int64).reshape(-1, 2).T)
-    seen = split.seen_mask()[rows]
-    uncovered = split.first_colour_uncovered()[rows]
-    masks = {
-        "seen": seen,
-        "unseen": ~seen,
-        "unseen_uncovered": uncovered,
-        "unseen_covered": ~seen & ~uncovered,
-    }
-    return {part: results.summary(masks[part]) for part in SUMMARY_PARTS} | {
+    masks = pair_subsets(split.seen_mask())
+    return {part: results.summary(masks[part][rows]) for part in SUMMARY_PARTS} | {
         "episodes_per_pair": int(results.episodes.max()) if len(results.episodes) else 0,
     }
 

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from synpo_envs.gridworld.constants import DEFAULT_WINDOW
-from synpo_envs.splits import first_colour_uncovered
+from synpo_envs.splits import PAIR_SUBSETS, pair_subsets
 
 from rllib_synpo.checkpoint import MATRIX_FILE, META_FILE, SUMMARY_FILE, TRIAL_EVALUATION, TRIAL_PARAMS
 from rllib_synpo.losses import LossWeights
@@ -44,10 +44,8 @@ DEFAULT_REPORT_DIR = "report"
 FINISHED = "TERMINATED"  # Tune's status of a trial that ran to its stop condition
 INTERRUPTED = "TERMINATED before its stop criteria"  # what the report calls a Ctrl-C'd trial
 SEED_KEY = "seed"  # the training seed, the one grid value a group averages over
-PARTS = ("seen", "unseen")
-# The unseen pairs whose task's first colour no seen task of their maze starts, and the others
-# (`rllib_synpo.evaluation.SUMMARY_PARTS`).
-UNSEEN_SUBSETS = ("unseen_uncovered", "unseen_covered")
+# Seen and unseen pairs; then the unseen pairs split by their first colour (`pair_subsets`).
+PARTS, UNSEEN_SUBSETS = PAIR_SUBSETS[:2], PAIR_SUBSETS[2:]
 MISSING = "-"
 
 # Result keys (RLlib's nested result keys joined with "/", as progress.csv names its columns).
@@ -113,9 +111,7 @@ class EvaluatedTrial:
         if part in self.summary:
             rate = self.summary[part].get("avg_success_rate")
         elif part in UNSEEN_SUBSETS and self.matrix is not None and self.seen_mask is not None:
-            uncovered = first_colour_uncovered(self.seen_mask)
-            mask = uncovered if part == "unseen_uncovered" else ~self.seen_mask & ~uncovered
-            rates = self.matrix[mask & ~np.isnan(self.matrix)]
+            rates = self.matrix[pair_subsets(self.seen_mask)[part] & ~np.isnan(self.matrix)]
             rate = float(rates.mean()) if len(rates) else None
         else:
             rate = None
@@ -725,18 +721,15 @@ def csv_row(group: Group) -> dict[str, Any]:
         "trials": len(group.trials),
         "seeds": format_seeds(group.seeds, " "),
     }
-    for part in PARTS:
+    for part in PARTS + UNSEEN_SUBSETS:
         stat = group.avgsr(part)
         row[f"{part}_mean"] = stat[0] if stat else None
         row[f"{part}_std"] = stat[1] if stat else None
+    for part in PARTS:
         row[f"paper_{part}"] = getattr(group.paper.numbers, part) if group.paper else None
         row[f"paper_{part}_std"] = getattr(group.paper.numbers, f"{part}_std") if group.paper else None
     row["states_trained_mean"] = group.states_trained_mean()
     row["train_minutes_mean"] = group.train_minutes_mean()
-    for part in UNSEEN_SUBSETS:
-        stat = group.avgsr(part)
-        row[f"{part}_mean"] = stat[0] if stat else None
-        row[f"{part}_std"] = stat[1] if stat else None
     return {column: "" if row[column] is None else row[column] for column in CSV_COLUMNS}
 
 

@@ -121,6 +121,17 @@ def test_first_colour_uncovered_pairs_by_hand():
         first_colour_uncovered(np.zeros((2, 21), bool))
 
 
+def test_pair_subsets_partition_the_pairs():
+    from synpo_envs.splits import PAIR_SUBSETS, pair_subsets
+
+    seen = random_split(seed=0).seen_mask()
+    masks = pair_subsets(seen)
+    assert tuple(masks) == PAIR_SUBSETS
+    assert (masks["seen"] == seen).all() and (masks["unseen"] == ~seen).all()
+    assert (masks["unseen_uncovered"] ^ masks["unseen_covered"] == ~seen).all()  # disjoint, covering
+    assert masks["unseen_uncovered"].sum() == 48 and masks["unseen_covered"].sum() == 208
+
+
 def test_first_colour_uncovered_counts_of_the_papers_splits():
     """The counts the project's held-out study is designed around (split seeds 0-3, validation 100)."""
     counts = {seed: int(random_split(seed=seed).first_colour_uncovered().sum()) for seed in (0, 1, 2, 3, 100)}
