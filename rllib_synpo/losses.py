@@ -44,9 +44,9 @@ ENV_SCORES = "env_scores"  # (N, E) the disentanglement head's scores of every e
 TASK_SCORES = "task_scores"  # (N, T) the same for every task
 TASK_LOGITS = "task_logits"  # (N, T, A) the policy's logits for every task of each state (relabelling)
 RECONSTRUCTION = "reconstruction"  # (N, D) SF's decoder output g(psi_s)
-# Keys of `SynPoOutputs.extras` the paper's SF network fills in its forward pass.
-STATE_FEATURES = "state_features"  # (N, F) psi_s, the decoder's input
 OBSERVATION = "observation"  # (N, D) the decoder's target: the encoder's input, flattened
+# The key of `SynPoOutputs.extras` the paper's SF network fills in its forward pass.
+STATE_FEATURES = "state_features"  # (N, F) psi_s, the decoder's input
 
 
 def policy_loss(logits: torch.Tensor, expert_actions: torch.Tensor) -> torch.Tensor:
@@ -169,12 +169,17 @@ def synpo_total(terms: dict[str, torch.Tensor], weights: LossWeights) -> torch.T
 
 
 def loss_inputs(
-    net: torch.nn.Module, out, env_id: torch.Tensor, actions: torch.Tensor | None, relabelled: bool
+    net: torch.nn.Module,
+    out,
+    state,
+    env_id: torch.Tensor,
+    actions: torch.Tensor | None,
+    relabelled: bool,
 ) -> dict[str, torch.Tensor]:
     """The `imitation_losses` inputs beyond ``out`` that ``net``'s terms need: the disentanglement
     scores of the state-action features of ``actions`` (the expert's, or PPO's taken actions),
-    SF's reconstruction of the observation and, for ``relabelled`` batches, the policy's logits
-    for every task."""
+    SF's reconstruction of ``state`` (the network's input) and its target, and, for
+    ``relabelled`` batches, the policy's logits for every task."""
     names = getattr(net, "LOSS_TERMS", SYNPO_LOSS_TERMS)
     inputs = {}
     if relabelled:
@@ -185,6 +190,7 @@ def loss_inputs(
         )
     if SF_RECONSTRUCTION_LOSS in names:
         inputs[RECONSTRUCTION] = net.reconstruct(out.extras[STATE_FEATURES])
+        inputs[OBSERVATION] = net.reconstruction_target(state)
     return inputs
 
 
@@ -207,7 +213,8 @@ def imitation_losses(
     ``out`` is ``net``'s `SynPoOutputs` on the batch. With ``task_labels`` (relabelling), the
     policy term covers every labelled task of each state (``net.task_logits``). SF's TD term
     needs ``next_rows`` (see `sf_td_loss`) unless its weight is 0. Inputs that `loss_inputs`
-    put into ``out.extras`` are used from there, the others computed here.
+    put into ``out.extras`` are used from there, the others computed here, except SF's
+    reconstruction and its target, which read the network's input: ``loss_inputs`` only.
     """
     names = getattr(net, "LOSS_TERMS", SYNPO_LOSS_TERMS)
     if task_labels is not None:
@@ -233,10 +240,14 @@ def imitation_losses(
     else:
         terms[REWARD_LOSS] = reward_loss(out.reward, executed_actions, rewards)
     if SF_RECONSTRUCTION_LOSS in names:
-        reconstruction = out.extras.get(RECONSTRUCTION)
-        if reconstruction is None:
-            reconstruction = net.reconstruct(out.extras[STATE_FEATURES])
-        terms[SF_RECONSTRUCTION_LOSS] = sf_reconstruction_loss(reconstruction, out.extras[OBSERVATION])
+        if OBSERVATION not in out.extras:
+            raise ValueError(
+                "the SF network's reconstruction term needs the observation and its reconstruction "
+                "in the outputs' extras: add `loss_inputs(net, out, state, ...)` to them first"
+            )
+        terms[SF_RECONSTRUCTION_LOSS] = sf_reconstruction_loss(
+            out.extras[RECONSTRUCTION], out.extras[OBSERVATION]
+        )
     if names & {ENV_DISENTANGLE_LOSS, TASK_DISENTANGLE_LOSS}:
         if ENV_SCORES in out.extras:
             env_scores, task_scores = out.extras[ENV_SCORES], out.extras[TASK_SCORES]

@@ -175,7 +175,7 @@ class SynPoTorchRLModule(TorchRLModule, ValueFunctionAPI):
         state, env_id, task_id = self._inputs(batch)
         out = self.net(state, env_id, task_id)
         actions = batch.get(EXPERT_ACTION, batch.get(Columns.ACTIONS))
-        out.extras.update(loss_inputs(self.net, out, env_id, actions, relabelled=TASK_LABELS in batch))
+        out.extras.update(loss_inputs(self.net, out, state, env_id, actions, relabelled=TASK_LABELS in batch))
         return {
             Columns.ACTION_DIST_INPUTS: out.logits,
             REWARD_PREDICTIONS: out.reward,

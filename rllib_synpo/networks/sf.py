@@ -28,8 +28,8 @@ e_env]``, and without the reconstruction term.
 
 Interface: ``sa_features`` are the successor features m (N, A, K), so ``task_logits`` is
 ``m . w_t`` for every task t; ``extras`` carry phi ("features"), w ("task_weights") and, for
-``sf``, psi ("state_features") and the reconstruction's target ("observation", the encoder's
-input scaled to [0, 1] and flattened).
+``sf``, psi ("state_features"). The reconstruction and its target (``reconstruction_target``)
+are loss inputs, built in training only (`rllib_synpo.losses.loss_inputs`).
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ import torch
 from torch import nn
 
 from rllib_synpo.losses import (
-    OBSERVATION,
     POLICY_LOSS,
     REWARD_LOSS,
     SF_RECONSTRUCTION_LOSS,
@@ -51,14 +50,6 @@ from rllib_synpo.networks.encoders import PIXEL_SCALE, make_encoder
 from rllib_synpo.networks.synpo import SynPoOutputs, embedding_rows, mlp
 
 SF_DISCOUNT = 0.99  # Kulkarni et al.'s discount
-
-
-def reconstruction_target(state) -> torch.Tensor:
-    """(N, D) what the decoder reconstructs: the gridworld's image stack scaled to [0, 1], or
-    THOR's frame features (a dict's ``features``), flattened."""
-    if isinstance(state, dict):
-        return state["features"].float().flatten(1)
-    return state.float().flatten(1) / PIXEL_SCALE
 
 
 class SuccessorFeatureNetwork(nn.Module):
@@ -118,7 +109,7 @@ class SuccessorFeatureNetwork(nn.Module):
         w = self.task_weights(e_task)
         extras = {"features": features, "task_weights": w}
         if SF_RECONSTRUCTION_LOSS in self.LOSS_TERMS:
-            extras.update({STATE_FEATURES: psi, OBSERVATION: reconstruction_target(obs)})
+            extras[STATE_FEATURES] = psi
         return SynPoOutputs(
             logits=torch.einsum("nak,nk->na", successor, w),  # Q(s, a)
             reward=torch.einsum("nak,nk->na", features, w),
@@ -138,6 +129,14 @@ class SuccessorFeatureNetwork(nn.Module):
     def reconstruct(self, state_features: torch.Tensor) -> torch.Tensor:
         """(N, D): the decoder's reconstruction of the observation from psi_s."""
         return self.decoder(state_features)
+
+    @staticmethod
+    def reconstruction_target(state) -> torch.Tensor:
+        """(N, D) what `reconstruct` is trained towards: the gridworld's image stack scaled to
+        [0, 1], or THOR's frame features (a dict's ``features``), flattened."""
+        if isinstance(state, dict):
+            return state["features"].float().flatten(1)
+        return state.float().flatten(1) / PIXEL_SCALE
 
     def disentangle_scores(self, sa_taken: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         raise NotImplementedError(

@@ -11,7 +11,9 @@ import torch
 
 from rllib_synpo.losses import (
     NO_TRANSITION,
+    OBSERVATION,
     POLICY_LOSS,
+    RECONSTRUCTION,
     REWARD_LOSS,
     SF_RECONSTRUCTION_LOSS,
     SF_TD_LOSS,
@@ -19,6 +21,7 @@ from rllib_synpo.losses import (
     TOTAL_LOSS,
     LossWeights,
     imitation_losses,
+    loss_inputs,
     q_imitation_loss,
     sf_reconstruction_loss,
     sf_reward_loss,
@@ -66,8 +69,15 @@ def _batch(n=8):
     }
 
 
-def _terms(net, batch, weights=None, **overrides):
+def _outputs(net, batch):
+    """The network's outputs with the loss inputs that the RLModule's training forward adds."""
     out = net(batch["obs"], batch["env_id"], batch["task_id"])
+    out.extras.update(loss_inputs(net, out, batch["obs"], batch["env_id"], batch["expert_action"], False))
+    return out
+
+
+def _terms(net, batch, weights=None, **overrides):
+    out = _outputs(net, batch)
     kwargs = {
         "expert_actions": batch["expert_action"],
         "executed_actions": batch["action"],
@@ -310,6 +320,29 @@ def test_sf_terms_from_the_network_and_their_weights(kind):
     assert SF_TD_LOSS not in no_td
 
 
+def test_sf_reconstruction_is_built_for_the_loss_only():
+    """Acting (the forward pass) builds neither the reconstruction nor its target; the loss
+    reads both from `loss_inputs` and names it when they are missing."""
+    net, batch = _net("sf"), _batch()
+    out = net(batch["obs"], batch["env_id"], batch["task_id"])
+    assert OBSERVATION not in out.extras and RECONSTRUCTION not in out.extras
+    with pytest.raises(ValueError, match="loss_inputs"):
+        imitation_losses(
+            net,
+            out,
+            expert_actions=batch["expert_action"],
+            executed_actions=batch["action"],
+            rewards=batch["reward"],
+            env_id=batch["env_id"],
+            task_id=batch["task_id"],
+            weights=LossWeights(),
+            next_rows=batch["next_row"],
+        )
+    inputs = loss_inputs(net, out, batch["obs"], batch["env_id"], None, relabelled=False)
+    assert torch.equal(inputs[OBSERVATION], batch["obs"].float().flatten(1) / 255.0)
+    assert inputs[RECONSTRUCTION].shape == inputs[OBSERVATION].shape
+
+
 def test_the_papers_sf_never_reads_the_environment():
     """The paper's SF "lacks the capability of capturing the environmental priors": no output
     depends on the environment id or embedding; sf_env's successor features do."""
@@ -422,7 +455,7 @@ def test_rl_module_builds_every_network_and_its_learner_terms_are_the_networks(k
         NEXT_ROW: raw["next_row"],
     }
     learner_terms = synpo_loss_terms(module, batch, module.forward_train(batch))
-    out = module.net(raw["obs"], raw["env_id"], raw["task_id"])
+    out = _outputs(module.net, raw)
     net_terms = imitation_losses(
         module.net,
         out,
