@@ -4,9 +4,11 @@ A trained SynPo checkpoint is loaded; every environment and task that none of it
 covers is *new* (e.g. envs 10-19 and tasks 10-19 of a checkpoint trained on
 `transfer_split`'s P quadrant), and so is every maze file the user brings (appended as
 environments ``num_envs, num_envs + 1, ...``). New environments and tasks get fresh, seeded
-embedding rows (N(0, 1), `nn.Embedding`'s own initialization); every other parameter and buffer,
-and the old rows, stay frozen. Only the new rows learn, by imitation (the network's own loss
-terms) from one expert demonstration per pair of the setting's quadrants:
+embedding rows (N(0, 1), `nn.Embedding`'s own initialization), or with ``new_env_rows:
+unknown`` each new environment starts from the network's unknown-environment embedding (a SynPo
+network trained with ``env_dropout``); every other parameter and buffer, and the old rows, stay
+frozen. Only the new rows learn, by imitation (the network's own loss terms) from one expert
+demonstration per pair of the setting's quadrants:
 
 - setting 2: the cross quadrants, (new env, old task) and (old env, new task);
 - setting 3: (new env, new task).
@@ -68,6 +70,9 @@ TABLE_COLUMNS = {
 PAPER_ITERATIONS = 10_000
 LOG_EVERY = 100
 PROGRESS_EVERY = 1000  # iterations between progress reports (and the last one)
+# Where a new environment's embedding row starts: drawn from N(0, 1), or the network's
+# unknown-environment embedding (`SynPoNetwork.unknown_env`).
+NEW_ENV_ROWS = ("random", "unknown")
 _PAPER_WEIGHTS = LossWeights()  # the loss weights' defaults live in `LossWeights` alone
 
 
@@ -89,10 +94,13 @@ class AdaptConfig:
     episodes_per_pair: int = 100  # evaluation
     seed: int = 0
     new_mazes: list[str] = field(default_factory=list)  # maze files: extra environments
+    new_env_rows: str = "random"  # one of NEW_ENV_ROWS
 
     def check(self) -> None:
         if self.setting not in TRANSFER_SETTINGS:
             raise AdaptError(f"setting must be one of {TRANSFER_SETTINGS}, got {self.setting!r}")
+        if self.new_env_rows not in NEW_ENV_ROWS:
+            raise AdaptError(f"new_env_rows must be one of {list(NEW_ENV_ROWS)}, got {self.new_env_rows!r}")
         error = bad_setting(
             vars(self),
             {
@@ -320,7 +328,8 @@ class Adaptation:
 def prepare(checkpoint: str | Path, config: AdaptConfig) -> Adaptation:
     """Loads the checkpoint, adds the new environments' mazes and grows the embeddings: the old
     rows copied, the new ones drawn from N(0, 1) (environments first, then tasks, from one
-    generator seeded with ``config.seed``)."""
+    generator seeded with ``config.seed``); with ``new_env_rows: unknown`` the new
+    environments' rows are then set to the network's unknown-environment embedding."""
     from rllib_synpo.checkpoint import read_gridworld_checkpoint
 
     flush_denormals_where_wanted()  # before loading starts torch's threads
@@ -336,11 +345,21 @@ def prepare(checkpoint: str | Path, config: AdaptConfig) -> Adaptation:
         )
     ids = new_ids(split.seen, len(old_mazes), net.task_embedding.num_embeddings, len(added))
     demonstrated = ids.demonstrated_pairs(config.setting)
+    unknown = getattr(net, "unknown_env", None)
+    if config.new_env_rows == "unknown" and unknown is None:
+        raise AdaptError(
+            f"{path}: new_env_rows 'unknown' needs a network trained with env_dropout > 0 "
+            f"(model_config {{network: synpo, env_dropout: ...}}); this {type(net).__name__} has no "
+            "unknown-environment embedding"
+        )
     generator = torch.Generator().manual_seed(config.seed)
     for name, total in (("env_embedding", ids.num_envs), ("task_embedding", ids.num_tasks)):
         rows = ids.rows().get(name)
         if rows:
-            grown, _ = renew_embedding(getattr(net, name), total, rows, generator)
+            grown, new = renew_embedding(getattr(net, name), total, rows, generator)
+            if name == "env_embedding" and config.new_env_rows == "unknown":
+                with torch.no_grad():
+                    grown.weight[new] = unknown.detach().to(grown.weight)
             setattr(net, name, grown)
     return Adaptation(path, module, split, ids, demonstrated, {**gridworld, "mazes": old_mazes + added})
 

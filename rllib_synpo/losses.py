@@ -45,8 +45,11 @@ TASK_SCORES = "task_scores"  # (N, T) the same for every task
 TASK_LOGITS = "task_logits"  # (N, T, A) the policy's logits for every task of each state (relabelling)
 RECONSTRUCTION = "reconstruction"  # (N, D) SF's decoder output g(psi_s)
 OBSERVATION = "observation"  # (N, D) the decoder's target: the encoder's input, flattened
-# The key of `SynPoOutputs.extras` the paper's SF network fills in its forward pass.
-STATE_FEATURES = "state_features"  # (N, F) psi_s, the decoder's input
+# Keys of `SynPoOutputs.extras` that networks fill in their forward pass.
+STATE_FEATURES = "state_features"  # (N, F) the paper's SF: psi_s, the decoder's input
+# (N,) the environment ids the outputs are conditioned on, where they are not the batch's
+# (SynPo's ``env_dropout`` hides some)
+CONDITIONED_ENV_ID = "conditioned_env_id"
 
 
 def policy_loss(logits: torch.Tensor, expert_actions: torch.Tensor) -> torch.Tensor:
@@ -183,7 +186,7 @@ def loss_inputs(
     names = getattr(net, "LOSS_TERMS", SYNPO_LOSS_TERMS)
     inputs = {}
     if relabelled:
-        inputs[TASK_LOGITS] = net.task_logits(out.sa_features, env_id)
+        inputs[TASK_LOGITS] = net.task_logits(out.sa_features, out.extras.get(CONDITIONED_ENV_ID, env_id))
     if actions is not None and names & {ENV_DISENTANGLE_LOSS, TASK_DISENTANGLE_LOSS}:
         inputs[ENV_SCORES], inputs[TASK_SCORES] = net.disentangle_scores(
             taken(out.sa_features, actions.long())
@@ -218,9 +221,9 @@ def imitation_losses(
     """
     names = getattr(net, "LOSS_TERMS", SYNPO_LOSS_TERMS)
     if task_labels is not None:
-        task_logits = (
-            out.extras[TASK_LOGITS] if TASK_LOGITS in out.extras else net.task_logits(out.sa_features, env_id)
-        )
+        task_logits = out.extras.get(TASK_LOGITS)
+        if task_logits is None:
+            task_logits = net.task_logits(out.sa_features, out.extras.get(CONDITIONED_ENV_ID, env_id))
         terms = {POLICY_LOSS: relabelled_policy_loss(task_logits, task_labels)}
     else:
         terms = {POLICY_LOSS: policy_loss(out.logits, expert_actions)}

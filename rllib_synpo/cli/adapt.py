@@ -20,6 +20,7 @@ def adapt_command(args: argparse.Namespace) -> int:
         episodes_per_pair=args.episodes_per_pair,
         seed=args.seed,
         new_mazes=list(args.new_maze),
+        new_env_rows=args.new_env_rows,
     )
     try:
         progress = _adapt_progress(args.iterations)

@@ -134,6 +134,13 @@ def _add_adapt(verbs) -> None:
         metavar="FILE",
         help="a maze file added as a new environment (repeatable)",
     )
+    adapt.add_argument(
+        "--new-env-rows",
+        default="random",
+        metavar="{random,unknown}",
+        help="where new environments' embeddings start: N(0, 1) draws (the paper's), or the network's "
+        "unknown-environment embedding (a SynPo network trained with env_dropout)",
+    )
     adapt.add_argument("--iterations", type=int, default=10_000, help="embedding updates (paper: 10,000)")
     adapt.add_argument("--batch-size", type=int, default=256, help="demonstration states per update")
     adapt.add_argument("--lr", type=float, default=1e-3)

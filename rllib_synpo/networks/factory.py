@@ -29,13 +29,19 @@ NETWORKS: dict[str, type[nn.Module]] = {
 
 # The options beyond the layer sizes, with their defaults (the paper's), and the networks that
 # take each; the others refuse a value other than the default.
-OPTION_DEFAULTS = {"coefficient_function": "mlp", "coefficient_dropout": 0.0, "normalize_embeddings": False}
+OPTION_DEFAULTS = {
+    "coefficient_function": "mlp",
+    "coefficient_dropout": 0.0,
+    "normalize_embeddings": False,
+    "env_dropout": 0.0,
+}
 COEFFICIENT_NETWORKS = ("synpo", "mtl")  # built on SynPo's coefficient functions
 OPTION_NETWORKS = {
     "coefficient_function": COEFFICIENT_NETWORKS,
     "coefficient_dropout": COEFFICIENT_NETWORKS,
     # every network whose embeddings are vectors fed to a function (ModuleNet's are its modules)
     "normalize_embeddings": ("synpo", "mtl", "mlp", "sf", "sf_env"),
+    "env_dropout": ("synpo",),
 }
 LAYER_SIZE_KEYS = ("feature_dim", "embedding_dim", "basis_dim", "hidden_dim")
 

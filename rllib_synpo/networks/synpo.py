@@ -5,6 +5,12 @@ Theta maps the state feature to one K-dimensional state-action feature per actio
 ``sa[n, a] = psi[n] @ Theta[a]``; the coefficients alpha (policy) and beta (reward) are MLPs of
 the two embeddings. The disentanglement heads g, h read ``sa[n, a_expert]`` and score it against
 every environment (task) embedding.
+
+With ``env_dropout`` (not the paper's), a training state's environment is hidden with that
+probability: its policy is then conditioned on a learned unknown-environment embedding
+(environment id `UNKNOWN_ENV`) instead of its environment's, so the network also learns to act
+in an environment it cannot tell, the starting point adaptation can give a new one
+(`rllib_synpo.adaptation`).
 """
 
 from __future__ import annotations
@@ -15,8 +21,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rllib_synpo.losses import SYNPO_LOSS_TERMS
+from rllib_synpo.losses import CONDITIONED_ENV_ID, SYNPO_LOSS_TERMS
 from rllib_synpo.networks.encoders import make_encoder
+
+UNKNOWN_ENV = -1  # the environment id of the unknown-environment embedding (``env_dropout``)
 
 
 @dataclass
@@ -103,12 +111,18 @@ class SynPoNetwork(nn.Module):
         coefficient_function: str = "mlp",
         coefficient_dropout: float = 0.0,
         normalize_embeddings: bool = False,
+        env_dropout: float = 0.0,
         encoder_kwargs: dict | None = None,
     ) -> None:
         super().__init__()
         self.encoder = make_encoder(encoder, obs_shape, feature_dim, **(encoder_kwargs or {}))
         self.env_embedding = nn.Embedding(num_envs, embedding_dim)
         self.task_embedding = nn.Embedding(num_tasks, embedding_dim)
+        # The probability that a training state's environment is hidden (`hide_envs`), and the
+        # embedding of the unknown environment (drawn like an embedding row).
+        self.env_dropout = env_dropout
+        if env_dropout > 0:
+            self.unknown_env = nn.Parameter(torch.randn(embedding_dim))
         # Dropout on [e_task; e_env] where it enters alpha and beta (training only; not the paper's).
         self.coefficient_dropout = nn.Dropout(coefficient_dropout)
         # Unit-length embeddings where they enter alpha and beta (`embedding_rows`).
@@ -128,14 +142,31 @@ class SynPoNetwork(nn.Module):
     def embed(self, table: nn.Embedding, ids: torch.Tensor) -> torch.Tensor:
         return embedding_rows(table, ids, self.normalize_embeddings)
 
+    def env_rows(self, env_id: torch.Tensor) -> torch.Tensor:
+        """e_env of every row; `UNKNOWN_ENV` ids get the unknown-environment embedding (a
+        network trained with ``env_dropout`` only)."""
+        if self.env_dropout == 0:
+            return self.embed(self.env_embedding, env_id)
+        unknown = env_id == UNKNOWN_ENV
+        known_rows = self.env_embedding(env_id.masked_fill(unknown, 0))
+        rows = torch.where(unknown.unsqueeze(-1), self.unknown_env, known_rows)
+        return F.normalize(rows, dim=-1) if self.normalize_embeddings else rows
+
+    def hide_envs(self, env_id: torch.Tensor) -> torch.Tensor:
+        """In training, each id replaced by `UNKNOWN_ENV` with probability ``env_dropout``
+        (drawn from torch's seeded generator, as dropout's masks); otherwise the ids."""
+        if not self.training or self.env_dropout == 0:
+            return env_id
+        hidden = torch.rand(env_id.shape, device=env_id.device) < self.env_dropout
+        return env_id.masked_fill(hidden, UNKNOWN_ENV)
+
     def coefficients(self, env_id: torch.Tensor, task_id: torch.Tensor) -> torch.Tensor:
         """[e_task; e_env] for every row (the input of alpha and beta)."""
-        return torch.cat(
-            [self.embed(self.task_embedding, task_id), self.embed(self.env_embedding, env_id)], dim=-1
-        )
+        return torch.cat([self.embed(self.task_embedding, task_id), self.env_rows(env_id)], dim=-1)
 
     def forward(self, obs: torch.Tensor, env_id: torch.Tensor, task_id: torch.Tensor) -> SynPoOutputs:
         psi = self.encoder(obs)
+        env_id = self.hide_envs(env_id)
         embeddings = self.coefficients(env_id, task_id)
         sa = torch.einsum("nf,afk->nak", psi, self.basis)
         coefficient_inputs = self.coefficient_dropout(embeddings)
@@ -144,16 +175,22 @@ class SynPoNetwork(nn.Module):
         value = self.value_head(torch.cat([psi, embeddings], dim=-1).detach()).squeeze(
             -1
         )  # reads the features, never trains them (SynPoOutputs.value)
-        return SynPoOutputs(logits=logits, reward=reward, sa_features=sa, value=value)
+        extras = {CONDITIONED_ENV_ID: env_id} if self.env_dropout else {}
+        return SynPoOutputs(logits=logits, reward=reward, sa_features=sa, value=value, extras=extras)
 
     def pair_coefficients(self, device: torch.device | str | None = None) -> torch.Tensor:
-        """(E, T, K): alpha of every (env, task) pair (one coefficient pass per pair)."""
+        """(E, T, K): alpha of every (env, task) pair (one coefficient pass per pair); with
+        ``env_dropout`` (E + 1, T, K), the unknown environment last, so that indexing with
+        `UNKNOWN_ENV` (-1) selects it."""
         envs, tasks = pair_grid(self.env_embedding.num_embeddings, self.task_embedding.num_embeddings, device)
+        if self.env_dropout:
+            envs = torch.cat([envs, torch.full_like(envs[:1], UNKNOWN_ENV)])
+            tasks = torch.cat([tasks, tasks[:1]])
         return self.alpha(self.coefficient_dropout(self.coefficients(envs, tasks)))
 
     def task_logits(self, sa_features: torch.Tensor, env_id: torch.Tensor) -> torch.Tensor:
-        """(N, T, A): the policy logits of every task in each row's environment, from the
-        state-action features of `forward`."""
+        """(N, T, A): the policy logits of every task in each row's environment (the ids the
+        outputs were conditioned on), from the state-action features of `forward`."""
         alpha = self.pair_coefficients(env_id.device)[env_id]
         return torch.einsum("nak,ntk->nta", sa_features, alpha) + self.policy_bias
 

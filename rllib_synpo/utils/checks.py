@@ -20,6 +20,7 @@ def is_number(value: object) -> bool:
 POSITIVE_NUMBER: Rule = ("a number > 0", lambda v: is_number(v) and v > 0)
 NON_NEGATIVE_NUMBER: Rule = ("a number >= 0", lambda v: is_number(v) and v >= 0)
 PROBABILITY: Rule = ("a probability in [0, 1]", lambda v: is_number(v) and 0 <= v <= 1)
+DROPOUT: Rule = ("a number in [0, 1)", lambda v: is_number(v) and 0 <= v < 1)
 POSITIVE_INT: Rule = ("an integer >= 1", lambda v: is_int(v) and v >= 1)
 NON_NEGATIVE_INT: Rule = ("an integer >= 0", lambda v: is_int(v) and v >= 0)
 

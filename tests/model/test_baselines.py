@@ -142,6 +142,34 @@ def test_relabelled_policy_term_works_for_every_network(kind):
     assert POLICY_LOSS in terms and torch.isfinite(terms[POLICY_LOSS])
 
 
+def test_env_dropout_relabelled_term_reads_the_environments_the_outputs_were_conditioned_on():
+    from rllib_synpo.losses import CONDITIONED_ENV_ID, TASK_LOGITS
+
+    torch.manual_seed(0)
+    net, batch = _net("synpo", env_dropout=0.5), _batch(n=16)
+    labels = torch.full((16, NUM_TASKS), -1)
+    labels[:, 0] = batch["expert_action"]
+    out = net(batch["obs"], batch["env_id"], batch["task_id"])
+    conditioned = out.extras[CONDITIONED_ENV_ID]
+    assert not torch.equal(conditioned, batch["env_id"])
+    inputs = loss_inputs(net, out, batch["obs"], batch["env_id"], batch["expert_action"], relabelled=True)
+    assert torch.equal(inputs[TASK_LOGITS], net.task_logits(out.sa_features, conditioned))
+    assert not torch.allclose(inputs[TASK_LOGITS], net.task_logits(out.sa_features, batch["env_id"]))
+    out.extras.update(inputs)
+    terms = imitation_losses(
+        net,
+        out,
+        expert_actions=batch["expert_action"],
+        executed_actions=batch["action"],
+        rewards=batch["reward"],
+        env_id=batch["env_id"],
+        task_id=batch["task_id"],
+        weights=LossWeights(),
+        task_labels=labels,
+    )
+    assert "unknown_env" in _grads(net, terms[TOTAL_LOSS])
+
+
 def test_factory_names_a_bad_kind_and_the_choices():
     with pytest.raises(ValueError, match=r"'resnet'.*\['mlp', 'modulenet', 'mtl', 'sf', 'sf_env', 'synpo'\]"):
         _net("resnet")
@@ -512,8 +540,13 @@ def test_coefficient_options_reach_synpo_and_are_refused_by_networks_without_the
         check_model_config({"network": "modulenet", "normalize_embeddings": True})
     with pytest.raises(ValueError, match="unknown coefficient_function 'sum'"):
         check_model_config({"coefficient_function": "sum"})
-    with pytest.raises(ValueError, match=r"coefficient_dropout must be in \[0, 1\), got 1.5"):
+    with pytest.raises(ValueError, match=r"coefficient_dropout must be a number in \[0, 1\), got 1.5"):
         check_model_config({"coefficient_dropout": 1.5})
+    assert check_model_config({"env_dropout": 0.25})["env_dropout"] == 0.25
+    with pytest.raises(ValueError, match=r"env_dropout must be a number in \[0, 1\), got 1"):
+        check_model_config({"env_dropout": 1})
+    with pytest.raises(ValueError, match=r"'env_dropout' applies to networks \['synpo'\] only, not 'mtl'"):
+        check_model_config({"network": "mtl", "env_dropout": 0.1})
     with pytest.raises(ValueError, match=r"normalize_embeddings must be true or false, got 'yes'"):
         check_model_config({"normalize_embeddings": "yes"})
 

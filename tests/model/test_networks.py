@@ -5,6 +5,7 @@ import sys
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from rllib_synpo.networks import CompactEncoder, PaperResNetEncoder, SynPoNetwork
 
@@ -143,3 +144,55 @@ def test_networks_do_not_import_ray():
     code = "import sys, rllib_synpo.networks, rllib_synpo.losses; print('ray' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_env_dropout_hides_environments_in_training_only():
+    from rllib_synpo.losses import CONDITIONED_ENV_ID
+    from rllib_synpo.networks.synpo import UNKNOWN_ENV
+
+    torch.manual_seed(0)
+    net = _net(env_dropout=0.5, normalize_embeddings=True, coefficient_function="product")
+    obs, env_id, task_id = _inputs(n=64)
+    out = net(obs, env_id, task_id)
+    conditioned = out.extras[CONDITIONED_ENV_ID]
+    hidden = conditioned == UNKNOWN_ENV
+    assert 16 < int(hidden.sum()) < 48  # about half of 64
+    assert torch.equal(conditioned[~hidden], env_id[~hidden])
+    # The hidden rows' policy is the unknown environment's, whatever their environment.
+    net.eval()
+    unknown = torch.full_like(env_id, UNKNOWN_ENV)
+    as_unknown = net(obs, unknown, task_id).logits
+    as_known = net(obs, env_id, task_id).logits
+    alpha = net.alpha(
+        torch.cat(
+            [
+                F.normalize(net.task_embedding(task_id), dim=-1),
+                F.normalize(net.unknown_env.expand(64, -1), dim=-1),
+            ],
+            -1,
+        )
+    )
+    sa = torch.einsum("nf,afk->nak", net.encoder(obs), net.basis)
+    assert torch.allclose(as_unknown, torch.einsum("nak,nk->na", sa, alpha) + net.policy_bias, atol=1e-5)
+    assert not torch.allclose(as_unknown, as_known)
+    # Eval mode hides nothing and reports the batch's ids.
+    assert torch.equal(net(obs, env_id, task_id).extras[CONDITIONED_ENV_ID], env_id)
+    # Every task's logits (relabelling) follow the ids the outputs were conditioned on.
+    net.train()
+    torch.manual_seed(1)
+    out = net(obs, env_id, task_id)
+    conditioned = out.extras[CONDITIONED_ENV_ID]
+    assert (conditioned == UNKNOWN_ENV).any()
+    net.eval()  # the same BatchNorm statistics for both passes below
+    out = net(obs, conditioned, task_id)
+    every_task = net.task_logits(out.sa_features, conditioned)
+    assert torch.allclose(every_task[torch.arange(64), task_id], out.logits, atol=1e-5)
+    assert net.pair_coefficients().shape[0] == 7 + 1  # the unknown environment last
+
+
+def test_without_env_dropout_there_is_no_unknown_environment():
+    net = _net()
+    obs, env_id, task_id = _inputs()
+    assert not hasattr(net, "unknown_env") and net(obs, env_id, task_id).extras == {}
+    with pytest.raises(IndexError):
+        net(obs, torch.full_like(env_id, -1), task_id)

@@ -112,6 +112,38 @@ def test_only_the_new_rows_learn(checkpoint, maze_file):
         assert torch.equal(value, after[key]) and torch.equal(again_initial[key], initial[key]), key
 
 
+def test_new_environments_can_start_from_the_unknown_environment(ray_session, maze_file, tmp_path):
+    """A network trained with env_dropout: ``new_env_rows: unknown`` starts each new
+    environment's row at its unknown-environment embedding, where its policy is the one it
+    learnt for environments it cannot tell."""
+    from synpo_envs.splits import Split
+
+    from rllib_synpo.adaptation import collect_demonstrations, prepare
+
+    seen = tuple((e, t) for e in range(20) for t in range(20) if t != NEW_TASK)
+    config = tiny_config(split=Split(20, 20, seen, name="no_task_19"))
+    config.rl_module(model_config={**TINY_MODEL, "normalize_embeddings": True, "env_dropout": 0.5})
+    algo = config.build_algo()
+    try:
+        algo.train()
+        path = Path(algo.save_to_path(tmp_path / "ckpt"))
+    finally:
+        algo.stop()
+    random_start = prepare(path, _config(maze_file)).module.net
+    adaptation = prepare(path, _config(maze_file, new_env_rows="unknown"))
+    unknown_start = adaptation.module.net
+    unknown = unknown_start.unknown_env.detach()
+    assert torch.equal(unknown_start.env_embedding.weight[20], unknown)
+    assert not torch.equal(random_start.env_embedding.weight[20], unknown)
+    assert torch.equal(unknown_start.env_embedding.weight[:20], random_start.env_embedding.weight[:20])
+    # The new maze's policy is then the unknown environment's.
+    demos = collect_demonstrations([(20, 0), (20, 1)], adaptation.world, seed=0)
+    obs, tasks = torch.as_tensor(demos["obs"]), torch.as_tensor(demos["task_id"])
+    unknown_start.eval()
+    new_maze = unknown_start(obs, torch.full_like(tasks, 20), tasks).logits
+    assert torch.equal(new_maze, unknown_start(obs, torch.full_like(tasks, -1), tasks).logits)
+
+
 def test_the_learner_trains_only_the_listed_rows():
     """`ADAPT_ROWS_KEY` on a hand-made batch: after updates only the listed rows differ; BatchNorm
     keeps its statistics (while the same learner without the key moves them)."""
@@ -227,6 +259,14 @@ def test_the_adapt_verb_writes_the_table_and_heatmaps(checkpoint, maze_file, tmp
             "maze file '/nonexistent/maze.txt' does not exist",
         ),
         (["--setting", "2", "--new-maze", "BUILTIN"], "is the same maze as environment 0"),
+        (
+            ["--setting", "2", "--new-env-rows", "sideways"],
+            "new_env_rows must be one of ['random', 'unknown'], got 'sideways'",
+        ),
+        (
+            ["--setting", "2", "--new-env-rows", "unknown"],
+            "new_env_rows 'unknown' needs a network trained with env_dropout > 0",
+        ),
     ],
 )
 def test_bad_requests_give_one_line_errors(checkpoint, tmp_path, capsys, args, message):
@@ -267,3 +307,26 @@ def test_capacity_benchmark_relearns_known_rows(checkpoint, tmp_path, capsys):
     message = r"--known: environments \[20\] are not ids of the checkpoint's 20 mazes \(0..19\)"
     with pytest.raises(SystemExit, match=message):
         main([str(checkpoint), "--known", "20"])
+
+
+def test_maze_reliance_benchmark_swaps_the_mazes(checkpoint, tmp_path, capsys):
+    from synpo_envs.splits import Split
+
+    from benchmarks.maze_reliance import main, shifted
+    from rllib_synpo.checkpoint import read_gridworld_checkpoint
+    from rllib_synpo.evaluation import evaluate, torch_greedy_policy
+
+    lookup = shifted([0, 2, 5], 1)
+    assert lookup(np.array([0, 2, 5, 5])).tolist() == [2, 5, 0, 0]
+    out = tmp_path / "reliance.json"
+    assert main([str(checkpoint), "--episodes", "1", "--shifts", "1", "3", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    rates = result["avg_success_rate"]
+    assert list(rates) == ["own maze", "maze shifted by 1", "maze shifted by 3"]  # no env_dropout
+    _, module, split, gridworld = read_gridworld_checkpoint(checkpoint)
+    assert isinstance(split, Split) and result["pairs"] == len(split.seen) == 380
+    own = evaluate(torch_greedy_policy(module.net), split.seen, 1, seed=0, env_kwargs=gridworld)
+    assert rates["own maze"] == own.summary()["avg_success_rate"]
+    assert "maze shifted by 3" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match=r"--shifts \[20\]: a multiple of the 20 trained mazes"):
+        main([str(checkpoint), "--shifts", "20"])

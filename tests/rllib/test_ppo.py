@@ -202,6 +202,14 @@ def test_the_kl_penalty_needs_the_imitation_checkpoint():
         SynPoPPOConfig().training(imitation_kl_coeff=0.5).validate()
 
 
+def test_ppo_refuses_a_network_that_hides_environments():
+    from rllib_synpo.algorithms.synpo_ppo.synpo_ppo import SynPoPPOConfig
+
+    config = SynPoPPOConfig().rl_module(model_config={"network": "synpo", "env_dropout": 0.25})
+    with pytest.raises(ValueError, match="env_dropout 0.25 hides environments .* PPO's likelihood ratios"):
+        config.validate()
+
+
 def test_the_kl_penalty_reads_a_frozen_imitation_policy(imitation_checkpoint):
     """The reference starts equal to the trained module (KL 0), is logged as its own term,
     and stays the checkpoint's policy while PPO moves the module away from it."""

@@ -276,7 +276,12 @@ class SynPoPPOConfig(PPOConfig):
             )
         try:
             self.rl_module(model_config=self.resolved_model_config())
-            check_model_config(self.model_config)
+            if check_model_config(self.model_config).get("env_dropout"):
+                raise ValueError(
+                    f"model_config env_dropout {self.model_config['env_dropout']} hides environments in "
+                    "training forward passes, so PPO's likelihood ratios would not be those of the policy "
+                    "that acted; fine-tune a network trained without env_dropout"
+                )
             split, gridworld = self.resolved_split()
         except ValueError as err:
             self._value_error(str(err))
