@@ -76,9 +76,9 @@ def _outputs(net, batch):
     return out
 
 
-def _terms(net, batch, weights=None, **overrides):
-    out = _outputs(net, batch)
-    kwargs = {
+def _loss_kwargs(batch, weights=None):
+    """`imitation_losses`' batch arguments for a `_batch`."""
+    return {
         "expert_actions": batch["expert_action"],
         "executed_actions": batch["action"],
         "rewards": batch["reward"],
@@ -87,7 +87,10 @@ def _terms(net, batch, weights=None, **overrides):
         "weights": weights or LossWeights(),
         "next_rows": batch["next_row"],
     }
-    return imitation_losses(net, out, **{**kwargs, **overrides})
+
+
+def _terms(net, batch, weights=None, **overrides):
+    return imitation_losses(net, _outputs(net, batch), **{**_loss_kwargs(batch, weights), **overrides})
 
 
 def _grads(net, loss):
@@ -156,17 +159,7 @@ def test_env_dropout_relabelled_term_reads_the_environments_the_outputs_were_con
     assert torch.equal(inputs[TASK_LOGITS], net.task_logits(out.sa_features, conditioned))
     assert not torch.allclose(inputs[TASK_LOGITS], net.task_logits(out.sa_features, batch["env_id"]))
     out.extras.update(inputs)
-    terms = imitation_losses(
-        net,
-        out,
-        expert_actions=batch["expert_action"],
-        executed_actions=batch["action"],
-        rewards=batch["reward"],
-        env_id=batch["env_id"],
-        task_id=batch["task_id"],
-        weights=LossWeights(),
-        task_labels=labels,
-    )
+    terms = imitation_losses(net, out, **_loss_kwargs(batch), task_labels=labels)
     assert "unknown_env" in _grads(net, terms[TOTAL_LOSS])
 
 
@@ -355,17 +348,7 @@ def test_sf_reconstruction_is_built_for_the_loss_only():
     out = net(batch["obs"], batch["env_id"], batch["task_id"])
     assert OBSERVATION not in out.extras and RECONSTRUCTION not in out.extras
     with pytest.raises(ValueError, match="loss_inputs"):
-        imitation_losses(
-            net,
-            out,
-            expert_actions=batch["expert_action"],
-            executed_actions=batch["action"],
-            rewards=batch["reward"],
-            env_id=batch["env_id"],
-            task_id=batch["task_id"],
-            weights=LossWeights(),
-            next_rows=batch["next_row"],
-        )
+        imitation_losses(net, out, **_loss_kwargs(batch))
     inputs = loss_inputs(net, out, batch["obs"], batch["env_id"], None, relabelled=False)
     assert torch.equal(inputs[OBSERVATION], batch["obs"].float().flatten(1) / 255.0)
     assert inputs[RECONSTRUCTION].shape == inputs[OBSERVATION].shape
