@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     conditions = {"own maze": policy}
     for shift in args.shifts:
         conditions[f"maze shifted by {shift}"] = with_env_ids(policy, shifted(trained, shift))
-    if getattr(net, "env_dropout", 0):
+    if getattr(net, "unknown_env", None) is not None:
         conditions["unknown maze"] = with_env_ids(policy, lambda env_id: np.full_like(env_id, UNKNOWN_ENV))
     results = {
         "checkpoint": str(args.checkpoint),

@@ -29,7 +29,7 @@ from rllib_synpo.losses import loss_inputs
 from rllib_synpo.networks import ENCODERS, NETWORKS, SynPoOutputs, make_network
 from rllib_synpo.networks.factory import OPTION_DEFAULTS, OPTION_NETWORKS
 from rllib_synpo.networks.synpo import COEFFICIENT_FUNCTIONS
-from rllib_synpo.utils.checks import DROPOUT, check_settings
+from rllib_synpo.utils.checks import DROPOUT, DROPOUT_OR_SCHEDULE, check_settings
 from rllib_synpo.utils.console import quiet_rllib_notices
 
 # Extra outputs of the training forward pass, read by the learner.
@@ -70,7 +70,7 @@ def check_model_config(model_config: dict[str, Any]) -> dict[str, Any]:
             f"unknown coefficient_function {options['coefficient_function']!r}; "
             f"expected one of {list(COEFFICIENT_FUNCTIONS)}"
         )
-    check_settings(options, {DROPOUT: ("coefficient_dropout", "env_dropout")})
+    check_settings(options, {DROPOUT: ("coefficient_dropout",), DROPOUT_OR_SCHEDULE: ("env_dropout",)})
     if not isinstance(options["normalize_embeddings"], bool):
         normalize = options["normalize_embeddings"]
         raise ValueError(f"normalize_embeddings must be true or false, got {normalize!r}")

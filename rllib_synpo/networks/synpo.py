@@ -10,7 +10,11 @@ With ``env_dropout`` (not the paper's), a training state's environment is hidden
 probability: its policy is then conditioned on a learned unknown-environment embedding
 (environment id `UNKNOWN_ENV`) instead of its environment's, so the network also learns to act
 in an environment it cannot tell, the starting point adaptation can give a new one
-(`rllib_synpo.adaptation`).
+(`rllib_synpo.adaptation`). ``env_dropout`` may also be a schedule ``[[0, p0], [t1, p1], ...]``
+(piecewise linear on the algorithm's learning-rate clock): the network then starts at ``p0``
+and `SynPoTorchLearner` sets the current probability before every update. Hiding from the first
+update can hold the network on the plateau where its policy reads neither the environment nor
+the task (results/transfer.md); a schedule that starts hiding later lets it leave that first.
 """
 
 from __future__ import annotations
@@ -111,18 +115,19 @@ class SynPoNetwork(nn.Module):
         coefficient_function: str = "mlp",
         coefficient_dropout: float = 0.0,
         normalize_embeddings: bool = False,
-        env_dropout: float = 0.0,
+        env_dropout: float | list = 0.0,
         encoder_kwargs: dict | None = None,
     ) -> None:
         super().__init__()
         self.encoder = make_encoder(encoder, obs_shape, feature_dim, **(encoder_kwargs or {}))
         self.env_embedding = nn.Embedding(num_envs, embedding_dim)
         self.task_embedding = nn.Embedding(num_tasks, embedding_dim)
-        # The probability that a training state's environment is hidden (`hide_envs`), and the
-        # embedding of the unknown environment (drawn like an embedding row).
-        self.env_dropout = env_dropout
-        if env_dropout > 0:
-            self.unknown_env = nn.Parameter(torch.randn(embedding_dim))
+        # The probability that a training state's environment is hidden (`hide_envs`), now, and
+        # the embedding of the unknown environment (drawn like an embedding row), where any is.
+        schedule = isinstance(env_dropout, (list, tuple))
+        probabilities = [p for _, p in env_dropout] if schedule else [env_dropout]
+        self.env_dropout = float(probabilities[0])
+        self.unknown_env = nn.Parameter(torch.randn(embedding_dim)) if max(probabilities) > 0 else None
         # Dropout on [e_task; e_env] where it enters alpha and beta (training only; not the paper's).
         self.coefficient_dropout = nn.Dropout(coefficient_dropout)
         # Unit-length embeddings where they enter alpha and beta (`embedding_rows`).
@@ -145,7 +150,7 @@ class SynPoNetwork(nn.Module):
     def env_rows(self, env_id: torch.Tensor) -> torch.Tensor:
         """e_env of every row; `UNKNOWN_ENV` ids get the unknown-environment embedding (a
         network trained with ``env_dropout`` only)."""
-        if self.env_dropout == 0:
+        if self.unknown_env is None:
             return self.embed(self.env_embedding, env_id)
         unknown = env_id == UNKNOWN_ENV
         known_rows = self.env_embedding(env_id.masked_fill(unknown, 0))
@@ -175,7 +180,7 @@ class SynPoNetwork(nn.Module):
         value = self.value_head(torch.cat([psi, embeddings], dim=-1).detach()).squeeze(
             -1
         )  # reads the features, never trains them (SynPoOutputs.value)
-        extras = {CONDITIONED_ENV_ID: env_id} if self.env_dropout else {}
+        extras = {CONDITIONED_ENV_ID: env_id} if self.unknown_env is not None else {}
         return SynPoOutputs(logits=logits, reward=reward, sa_features=sa, value=value, extras=extras)
 
     def pair_coefficients(self, device: torch.device | str | None = None) -> torch.Tensor:
@@ -183,7 +188,7 @@ class SynPoNetwork(nn.Module):
         ``env_dropout`` (E + 1, T, K), the unknown environment last, so that indexing with
         `UNKNOWN_ENV` (-1) selects it."""
         envs, tasks = pair_grid(self.env_embedding.num_embeddings, self.task_embedding.num_embeddings, device)
-        if self.env_dropout:
+        if self.unknown_env is not None:
             envs = torch.cat([envs, torch.full_like(envs[:1], UNKNOWN_ENV)])
             tasks = torch.cat([tasks, tasks[:1]])
         return self.alpha(self.coefficient_dropout(self.coefficients(envs, tasks)))

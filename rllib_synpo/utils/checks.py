@@ -25,15 +25,16 @@ POSITIVE_INT: Rule = ("an integer >= 1", lambda v: is_int(v) and v >= 1)
 NON_NEGATIVE_INT: Rule = ("an integer >= 0", lambda v: is_int(v) and v >= 0)
 
 
-def _is_schedule(value: object) -> bool:
-    """``[[0, v0], [t1, v1], ...]``: increasing timesteps from 0, every value a number > 0."""
+def _is_schedule(value: object, valid: Callable[[object], bool] = lambda v: v > 0) -> bool:
+    """``[[0, v0], [t1, v1], ...]``: increasing timesteps from 0, every value a number that is
+    ``valid`` (default: > 0)."""
     points = value if isinstance(value, (list, tuple)) else ()
     if not points or not all(
         isinstance(p, (list, tuple)) and len(p) == 2 and all(map(is_number, p)) for p in points
     ):
         return False
     steps = [p[0] for p in points]
-    return steps[0] == 0 and steps == sorted(steps) and all(p[1] > 0 for p in points)
+    return steps[0] == 0 and steps == sorted(steps) and all(valid(p[1]) for p in points)
 
 
 # RLlib's ``lr``: a number or a piecewise-linear schedule. PyYAML reads 2e-05 (no dot) as a
@@ -44,6 +45,13 @@ LEARNING_RATE: Rule = (
         "(YAML reads 2e-05 as a string: write 2.0e-05)"
     ),
     lambda v: (is_number(v) and v > 0) or _is_schedule(v),
+)
+
+
+# A dropout probability that may follow a schedule on the learning-rate schedule's clock.
+DROPOUT_OR_SCHEDULE: Rule = (
+    f"{DROPOUT[0]} or a schedule [[0, p], [timestep, p], ...] of such numbers",
+    lambda v: DROPOUT[1](v) or _is_schedule(v, DROPOUT[1]),
 )
 
 

@@ -3,6 +3,7 @@ networks of the same family: shapes, the SF loss terms by hand, MTL's and SF's b
 environments, ModuleNet's composition, unit-length embeddings, the factory."""
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -526,8 +527,13 @@ def test_coefficient_options_reach_synpo_and_are_refused_by_networks_without_the
     with pytest.raises(ValueError, match=r"coefficient_dropout must be a number in \[0, 1\), got 1.5"):
         check_model_config({"coefficient_dropout": 1.5})
     assert check_model_config({"env_dropout": 0.25})["env_dropout"] == 0.25
-    with pytest.raises(ValueError, match=r"env_dropout must be a number in \[0, 1\), got 1"):
+    with pytest.raises(ValueError, match=r"env_dropout must be a number in \[0, 1\) or a schedule .*, got 1"):
         check_model_config({"env_dropout": 1})
+    schedule = [[0, 0.0], [300, 0.0], [600, 0.25]]
+    assert check_model_config({"env_dropout": schedule})["env_dropout"] == schedule
+    for bad in ([[0, 0.0], [300, 1.0]], [[10, 0.25]], [[0, 0.1], [300]], [[0, 0.1], [-5, 0.2]]):
+        with pytest.raises(ValueError, match=rf"env_dropout must be .*, got {re.escape(repr(bad))}"):
+            check_model_config({"env_dropout": bad})
     with pytest.raises(ValueError, match=r"'env_dropout' applies to networks \['synpo'\] only, not 'mtl'"):
         check_model_config({"network": "mtl", "env_dropout": 0.1})
     with pytest.raises(ValueError, match=r"normalize_embeddings must be true or false, got 'yes'"):

@@ -7,7 +7,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from rllib_synpo.losses import CONDITIONED_ENV_ID
 from rllib_synpo.networks import CompactEncoder, PaperResNetEncoder, SynPoNetwork
+from rllib_synpo.networks.synpo import UNKNOWN_ENV
 
 OBS_SHAPE = (12, 16, 16)
 
@@ -147,8 +149,6 @@ def test_networks_do_not_import_ray():
 
 
 def test_env_dropout_hides_environments_in_training_only():
-    from rllib_synpo.losses import CONDITIONED_ENV_ID
-    from rllib_synpo.networks.synpo import UNKNOWN_ENV
 
     torch.manual_seed(0)
     net = _net(env_dropout=0.5, normalize_embeddings=True, coefficient_function="product")
@@ -190,9 +190,19 @@ def test_env_dropout_hides_environments_in_training_only():
     assert net.pair_coefficients().shape[0] == 7 + 1  # the unknown environment last
 
 
+def test_an_env_dropout_schedule_starts_at_its_first_probability():
+    # The learner moves it along the schedule (tests/rllib/test_algorithm.py); the network
+    # has an unknown environment where any point of the schedule hides some.
+    net = _net(env_dropout=[[0, 0.0], [300, 0.0], [600, 0.25]])
+    assert net.env_dropout == 0.0 and net.unknown_env is not None
+    obs, env_id, task_id = _inputs(n=64)
+    assert torch.equal(net(obs, env_id, task_id).extras[CONDITIONED_ENV_ID], env_id)  # hides nothing yet
+    assert _net(env_dropout=[[0, 0.0], [10, 0.0]]).unknown_env is None
+
+
 def test_without_env_dropout_there_is_no_unknown_environment():
     net = _net()
     obs, env_id, task_id = _inputs()
-    assert not hasattr(net, "unknown_env") and net(obs, env_id, task_id).extras == {}
+    assert net.unknown_env is None and net(obs, env_id, task_id).extras == {}
     with pytest.raises(IndexError):
         net(obs, torch.full_like(env_id, -1), task_id)

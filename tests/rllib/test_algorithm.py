@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.rllib.conftest import tiny_config
+from tests.rllib.conftest import TINY_MODEL, tiny_config
 
 LOSS_NAMES = ("policy_loss", "reward_loss", "env_disentangle_loss", "task_disentangle_loss", "total_loss")
 
@@ -44,6 +44,25 @@ def test_one_iteration_with_the_local_env_runner(ray_session):
         assert not algo.env_runner._done_episodes_for_metrics
         split_seen = set(map(tuple, algo.config.env_config["pairs"]))
         assert all((t.env_id, t.task_id) in split_seen for t in algo.replay.trajectories())
+    finally:
+        algo.stop()
+
+
+def test_an_env_dropout_schedule_moves_on_the_learning_rate_clock(ray_session):
+    config = tiny_config().rl_module(model_config={**TINY_MODEL, "env_dropout": [[0, 0.0], [10**6, 0.5]]})
+    algo = config.build_algo()
+
+    def probabilities():
+        def probability(learner):
+            return learner.module["synpo"].unwrapped().net.env_dropout
+
+        return [result.get() for result in algo.learner_group.foreach_learner(probability)]
+
+    try:
+        assert probabilities() == [0.0]
+        algo.train()  # updates at the states collected so far (the default clock)
+        (now,) = probabilities()
+        assert now > 0 and now == pytest.approx(0.5 * algo.replay.steps_added / 10**6)
     finally:
         algo.stop()
 

@@ -9,6 +9,8 @@ import torch
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.learner.learner import DEFAULT_OPTIMIZER
 from ray.rllib.core.learner.torch.torch_learner import TorchLearner
+from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
+from ray.rllib.utils.schedules.scheduler import Scheduler
 
 from rllib_synpo.columns import EXECUTED_ACTION, EXPERT_ACTION, NEXT_ROW, TASK_LABELS
 from rllib_synpo.losses import (
@@ -169,6 +171,12 @@ class SynPoTorchLearner(TorchLearner):
         flush_denormals_where_wanted()  # a remote learner's process: before torch's threads start
         super().build()
         self.precision = resolve_precision(self.config.precision, self.device or "cpu")
+        # {module_id: Scheduler} of the modules whose model_config gives env_dropout a schedule.
+        self.env_dropout_schedulers = {}
+        for module_id in self.module.keys():
+            env_dropout = self.module[module_id].unwrapped().model_config.get("env_dropout")
+            if isinstance(env_dropout, (list, tuple)):
+                self.env_dropout_schedulers[module_id] = Scheduler(env_dropout)
         # Each trained parameter by its reference (what gradient dicts are keyed by).
         self.parameters_by_ref = {
             self.get_param_ref(param): param
@@ -183,6 +191,13 @@ class SynPoTorchLearner(TorchLearner):
         # autocasting the forward pass alone (tested).
         with training_autocast(self.precision, self.device or "cpu"):
             return super().update(*args, **kwargs)
+
+    def before_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
+        super().before_gradient_based_update(timesteps=timesteps)
+        # An env_dropout schedule moves on the clock of the learning-rate schedules.
+        for module_id, scheduler in self.env_dropout_schedulers.items():
+            clock = timesteps.get(NUM_ENV_STEPS_SAMPLED_LIFETIME, 0)
+            self.module[module_id].unwrapped().net.env_dropout = scheduler.update(clock)
 
     def configure_optimizers_for_module(self, module_id, config=None) -> None:
         rows = embedding_rows(config)
