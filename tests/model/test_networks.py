@@ -149,7 +149,6 @@ def test_networks_do_not_import_ray():
 
 
 def test_env_dropout_hides_environments_in_training_only():
-
     torch.manual_seed(0)
     net = _net(env_dropout=0.5, normalize_embeddings=True, coefficient_function="product")
     obs, env_id, task_id = _inputs(n=64)
