@@ -7,8 +7,9 @@ updates per collection instead of the experiment's own).
     python benchmarks/rllib_throughput.py [--experiment tuned_examples/synpo_gridworld.yaml] \
         [--seconds 60] [--threads 1 2] [--updates-per-iteration 8 16]
 
-Each measurement alternates the two loops in ``--rounds`` stretches (a shared machine's speed
-drifts; both then see the same drift). The bare loop is what an update costs without Ray: draw
+Each measurement alternates the two loops in ``--rounds`` stretches, in the order bare, RLlib,
+RLlib, bare, ... (a shared machine's speed drifts; both then see the same drift, and a steady
+drift favours neither). The bare loop is what an update costs without Ray: draw
 ``states_per_update`` states from the replay, build the learner's columns (`learner_batch`) as
 torch tensors, forward_train, loss, backward, optimizer step; no collection, no RLlib learner,
 no metrics. Its replay is the RLlib measurement's, filled to ``replay_capacity`` the same way,
@@ -63,8 +64,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--rounds",
         type=int,
-        default=5,
-        help="alternating stretches of the two loops a measurement is cut into",
+        default=6,
+        help="alternating stretches of the two loops a measurement is cut into (even: each loop "
+        "runs first as often as second)",
     )
     parser.add_argument(
         "--threads", type=int, nargs="+", default=[1, 2], help="torch thread counts to measure"
@@ -247,9 +249,13 @@ def measure_side_by_side(algo, seconds: float, rounds: int) -> tuple[dict[str, f
     loop = BareLoop.from_algorithm(algo)
     loop.update()  # the bare loop's first update (optimizer state) is not timed either
     rllib, bare = Counter(), Counter()
-    for _ in range(rounds):
-        bare.update(measure_bare(loop, seconds / rounds))
-        rllib.update(measure_rllib(algo, seconds / rounds))
+    stretch = seconds / rounds
+    for round_ in range(rounds):  # bare, rllib, rllib, bare, ...: a steady drift favours neither
+        if round_ % 2 == 0:
+            bare.update(measure_bare(loop, stretch))
+        rllib.update(measure_rllib(algo, stretch))
+        if round_ % 2 == 1:
+            bare.update(measure_bare(loop, stretch))
     rates = {
         "trained": rllib["trained"] / rllib["seconds"],
         "collected": rllib["collected"] / rllib["seconds"],

@@ -30,8 +30,14 @@ class BatchedGridWorld(VectorEnv):
     Same rules, spaces (batched) and constructor knobs as `GridWorld`. ``reset(seed=s)`` seeds
     episode slot i exactly like ``GridWorld().reset(seed=s + i)``, so slot i replays the single
     env's episodes for the same actions. Finished episodes reset in the same step
-    (``metadata["autoreset_mode"] == SAME_STEP``): the returned observation is the next episode's
-    first, the finished one's last is in ``info["final_obs"]`` (masked by ``"_final_obs"``).
+    (``metadata["autoreset_mode"] == SAME_STEP``, the default): the returned observation is the
+    next episode's first, the finished one's last is in ``info["final_obs"]`` (masked by
+    ``"_final_obs"``). With ``autoreset_mode=AutoresetMode.DISABLED`` nothing resets by itself:
+    the returned observation of a finished episode is its last, and the caller starts new ones
+    with ``reset(options={"reset_mask": mask})`` (or a full ``reset``); until then a finished
+    slot ignores its actions and stays as it ended (its steps return reward 0, not terminated,
+    not truncated), which is what an env whose slots play one episode each, like RLlib's
+    multi-agent pairs env, wants: no draws or work for episodes it would discard.
 
     ``reset(options={"pairs": [(e, t)] * num_envs})`` pins slot i to pair i for all its episodes
     until the next reset (what evaluation per pair needs); otherwise every episode draws its pair
@@ -44,6 +50,7 @@ class BatchedGridWorld(VectorEnv):
     """
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
+    AUTORESET_MODES = (AutoresetMode.SAME_STEP, AutoresetMode.DISABLED)
 
     def __init__(
         self,
@@ -59,9 +66,14 @@ class BatchedGridWorld(VectorEnv):
         agent_channel: bool = False,
         absent_treasures: float = 0.0,
         copy: bool = True,
+        autoreset_mode: AutoresetMode = AutoresetMode.SAME_STEP,
     ) -> None:
         if not is_int(num_envs) or num_envs < 1:
             raise ValueError(f"num_envs must be an integer >= 1, got {num_envs!r}")
+        if autoreset_mode not in self.AUTORESET_MODES:
+            names = [mode.name for mode in self.AUTORESET_MODES]
+            raise ValueError(f"autoreset_mode must be one of {names}, got {autoreset_mode!r}")
+        self.metadata = {**self.metadata, "autoreset_mode": autoreset_mode}
         self.num_envs = int(num_envs)
         self.grid_spec = GridSpec(
             mazes=mazes,
@@ -80,14 +92,18 @@ class BatchedGridWorld(VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self._state = GridBatch(self.grid_spec, self.num_envs)
+        self._finished = np.zeros(self.num_envs, dtype=bool)  # slots waiting for a reset (DISABLED)
         self._rngs: list[np.random.Generator] | None = None
         self._pinned: np.ndarray | None = None
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         options = dict(options or {})
         pinned = options.pop("pairs", None)
+        mask = options.pop("reset_mask", None)
         if options:
-            raise ValueError(f"unknown reset option(s) {sorted(options)}; expected 'pairs'")
+            raise ValueError(f"unknown reset option(s) {sorted(options)}; expected 'pairs' or 'reset_mask'")
+        if mask is not None:
+            return self._reset_masked(mask, seed, pinned)
         if seed is not None or self._rngs is None:
             seeds = [None] * self.num_envs if seed is None else [seed + i for i in range(self.num_envs)]
             self._rngs = [seeding.np_random(s)[0] for s in seeds]
@@ -96,18 +112,40 @@ class BatchedGridWorld(VectorEnv):
         self._reset_slots(np.arange(self.num_envs))
         return self._observations(), {"expert_action": self._state.expert_actions()}
 
+    def _reset_masked(self, mask, seed: int | None, pinned):
+        """``reset(options={"reset_mask": mask})`` of the DISABLED autoreset mode: new episodes in
+        the masked slots only (from their own streams; the others continue as they were)."""
+        if self.metadata["autoreset_mode"] != AutoresetMode.DISABLED:
+            raise ValueError("reset_mask needs autoreset_mode=AutoresetMode.DISABLED")
+        mask = np.asarray(mask)
+        if mask.shape != (self.num_envs,) or mask.dtype != np.bool_:
+            raise ValueError(
+                f"reset_mask must be {self.num_envs} booleans, got shape {mask.shape} dtype {mask.dtype}"
+            )
+        if seed is not None or pinned is not None or self._rngs is None:
+            raise ValueError(
+                "reset_mask resets slots of a started env: reset it fully first, without seed or pairs"
+            )
+        self._reset_slots(np.flatnonzero(mask))
+        return self._observations(), {"expert_action": self._state.expert_actions()}
+
     def step(self, actions):
         actions = self._check_actions(actions)
+        disabled = self.metadata["autoreset_mode"] == AutoresetMode.DISABLED
+        # Without autoreset, finished slots wait as they ended: only the others step.
+        rows = np.flatnonzero(~self._finished) if disabled and self._finished.any() else None
         state = self._state
         env_id, task_id = state.env_id.copy(), state.task_id.copy()
-        reward, terminated, truncated, success = state.step(actions)
+        reward, terminated, truncated, success = state.step(actions, rows)
         done = terminated | truncated
+        if disabled:
+            self._finished |= done
         info: dict[str, Any] = {"env_id": env_id, "task_id": task_id, "success": success}
         info["episode_return"] = np.where(done, state.episode_return, 0.0)
         info["episode_length"] = np.where(done, state.steps, 0)
         info["_episode"] = done
         finished = np.flatnonzero(done)
-        if len(finished):
+        if len(finished) and not disabled:
             final_obs = np.empty(self.num_envs, dtype=object)
             for index in finished:
                 final_obs[index] = {
@@ -143,6 +181,7 @@ class BatchedGridWorld(VectorEnv):
             for i in rows
         ]
         self._state.reset_episodes(rows, layouts)
+        self._finished[rows] = False
 
     def _observations(self) -> dict[str, np.ndarray]:
         state = self._state

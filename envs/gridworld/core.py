@@ -263,36 +263,53 @@ class GridBatch:
         self.obs[rows] = 0
         self._draw(rows)
 
-    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Applies one action per episode; returns (reward, terminated, truncated, success)."""
+    def step(
+        self, actions: np.ndarray, rows: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Applies one action per episode; returns (reward, terminated, truncated, success).
+        With ``rows`` (distinct indices), only those episodes step: the others stay exactly as
+        they are (no step counted, no frame drawn) and get reward 0, neither terminated nor
+        truncated."""
+        if rows is None:
+            return self._step(actions, slice(None), self.size)
+        results = self._step(actions[rows], rows, len(rows))
+        outputs = (np.zeros(self.size), *(np.zeros(self.size, dtype=bool) for _ in range(3)))
+        for output, result in zip(outputs, results):
+            output[rows] = result
+        return outputs
+
+    def _step(self, actions: np.ndarray, rows: slice | np.ndarray, count: int):
+        """`step` of the episodes ``rows`` (all of them, or an index array of ``count``)."""
         rewards = self.spec.rewards
-        moved_to = self.agent + ACTION_DELTAS[actions]
-        bumped = self.spec.walls[self.env_id, moved_to]
-        self.agent = np.where(bumped, self.agent, moved_to)
+        agent = self.agent[rows]
+        moved_to = agent + ACTION_DELTAS[actions]
+        bumped = self.spec.walls[self.env_id[rows], moved_to]
+        self.agent[rows] = np.where(bumped, agent, moved_to)
         reward = rewards.step + rewards.wall * bumped
-        success = np.zeros(self.size, dtype=bool)
-        terminated = np.zeros(self.size, dtype=bool)
+        success = np.zeros(count, dtype=bool)
+        terminated = np.zeros(count, dtype=bool)
 
         # Pick-ups are rare, so their rules run on that subset only.
-        rows = np.flatnonzero(actions == PICK_UP)
-        if len(rows):
-            on_treasure = self.treasures[rows] == self.agent[rows, None]
+        picks = np.flatnonzero(actions == PICK_UP)  # positions among the stepped episodes
+        if len(picks):
+            episodes = picks if isinstance(rows, slice) else rows[picks]
+            on_treasure = self.treasures[episodes] == self.agent[episodes, None]
             found = on_treasure.any(axis=1)
-            rows, colour = rows[found], on_treasure[found].argmax(axis=1)
-            self.treasures[rows, colour] = -1
-            correct = colour == TASK_COLOURS[self.task_id[rows], self.stage[rows]]
-            self.stage[rows] += correct
-            done_task = correct & (self.stage[rows] == TREASURES_PER_TASK)
-            success[rows] = done_task
-            terminated[rows] = done_task | ~correct
-            reward[rows] += np.where(correct, rewards.correct, rewards.wrong) + rewards.complete * done_task
+            picks, episodes, colour = picks[found], episodes[found], on_treasure[found].argmax(axis=1)
+            self.treasures[episodes, colour] = -1
+            correct = colour == TASK_COLOURS[self.task_id[episodes], self.stage[episodes]]
+            self.stage[episodes] += correct
+            done_task = correct & (self.stage[episodes] == TREASURES_PER_TASK)
+            success[picks] = done_task
+            terminated[picks] = done_task | ~correct
+            reward[picks] += np.where(correct, rewards.correct, rewards.wrong) + rewards.complete * done_task
 
-        self.steps += 1
-        self.episode_return += reward
-        truncated = ~terminated & (self.steps >= self.spec.max_steps)
+        self.steps[rows] += 1
+        self.episode_return[rows] += reward
+        truncated = ~terminated & (self.steps[rows] >= self.spec.max_steps)
         channels = self.spec.frame_channels
-        self.obs[:, :-channels] = self.obs[:, channels:]
-        self._draw(self._all)
+        self.obs[rows, :-channels] = self.obs[rows, channels:]
+        self._draw(self._all if isinstance(rows, slice) else rows)
         return reward, terminated, truncated, success
 
     def expert_actions(self) -> np.ndarray:

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import numpy as np
+from gymnasium.vector import AutoresetMode
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 from synpo_envs.gridworld import BatchedGridWorld
 from synpo_envs.gridworld.constants import NUM_ACTIONS, NUM_TASKS
@@ -103,7 +104,10 @@ class SynPoPairsEnv(MultiAgentEnv):
             pairs = [(e, t) for e in range(num_envs) for t in range(NUM_TASKS)]
         pairs = [tuple(p) for p in pairs]
         self.pairs = shard_pairs(pairs, worker_index, num_workers)
-        self.batched = BatchedGridWorld(num_slots, pairs=self.pairs, **gridworld)
+        # A slot plays one episode per multi-agent episode: finished slots wait, unreset.
+        self.batched = BatchedGridWorld(
+            num_slots, pairs=self.pairs, autoreset_mode=AutoresetMode.DISABLED, **gridworld
+        )
         spec = self.batched.grid_spec
         self.relabel = bool(config.get("relabel", False))
         self._labelled = np.zeros((spec.num_envs, spec.num_tasks), bool)  # every pair of the config
@@ -148,7 +152,7 @@ class SynPoPairsEnv(MultiAgentEnv):
             rewards[agent] = float(reward[i])
             terms[agent] = bool(terminated[i])
             truncs[agent] = bool(truncated[i])
-            obs[agent] = info["final_obs"][i] if done else {k: v[i] for k, v in self._obs.items()}
+            obs[agent] = {k: v[i] for k, v in self._obs.items()}
             infos[agent] = {
                 "expert_action": -1 if done else int(self._expert[i]),
                 "executed_action": int(actions[i]),

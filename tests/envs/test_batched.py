@@ -1,7 +1,8 @@
-"""BatchedGridWorld: equivalent to N single envs, auto-reset, pinned pairs, validation."""
+"""BatchedGridWorld: equivalent to N single envs, auto-reset (or none), pinned pairs, validation."""
 
 import numpy as np
 import pytest
+from gymnasium.vector import AutoresetMode
 from synpo_envs.gridworld import BatchedGridWorld, GridWorld
 
 
@@ -52,6 +53,65 @@ def test_episode_statistics_and_autoreset():
     assert (info["episode_length"] == 5).all()
     assert np.allclose(info["episode_return"][truncated], -0.05, atol=0.06)
     assert not obs["obs"][:, :-3].any()  # the new episodes' first observations
+
+
+def test_without_autoreset_a_finished_slot_waits_for_its_reset_mask():
+    n = 6
+    env = BatchedGridWorld(n, autoreset_mode=AutoresetMode.DISABLED)
+    assert env.metadata["autoreset_mode"] == AutoresetMode.DISABLED
+    assert BatchedGridWorld.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP  # the class's stays
+    singles = [GridWorld() for _ in range(n)]
+    obs, info = env.reset(seed=3)
+    for i, single in enumerate(singles):
+        single.reset(seed=3 + i)
+    finished, last = np.zeros(n, bool), {}
+    while not finished.all():  # the expert, with pick-ups, so every slot ends by success
+        actions = info["expert_action"]
+        obs, reward, terminated, truncated, info = env.step(actions)
+        assert "final_obs" not in info
+        for i in range(n):
+            if finished[i]:  # it ignores its actions and stays as it ended
+                assert (reward[i], terminated[i], truncated[i]) == (0.0, False, False)
+                assert np.array_equal(obs["obs"][i], last[i])
+                continue
+            single_obs, single_reward, *single_ends, _ = singles[i].step(int(actions[i]))
+            assert reward[i] == pytest.approx(single_reward)
+            assert [terminated[i], truncated[i]] == single_ends
+            assert np.array_equal(obs["obs"][i], single_obs["obs"])  # the episode's last, when done
+            if terminated[i] or truncated[i]:
+                finished[i], last[i] = True, obs["obs"][i].copy()
+    # The masked slots' next episodes start from their own streams, as the single env's reset
+    # does; the others wait on.
+    mask = np.arange(n) % 2 == 0
+    obs, info = env.reset(options={"reset_mask": mask})
+    for i in range(n):
+        expected = singles[i].reset()[0]["obs"] if mask[i] else last[i]
+        assert np.array_equal(obs["obs"][i], expected)
+    assert (env.state.steps[mask] == 0).all() and (env.state.steps[~mask] > 0).all()
+
+
+@pytest.mark.parametrize(
+    "kwargs, reset, message",
+    [
+        ({"autoreset_mode": AutoresetMode.NEXT_STEP}, {}, "autoreset_mode must be one of"),
+        ({}, {"options": {"reset_mask": np.ones(2, bool)}}, "needs autoreset_mode"),
+        (
+            {"autoreset_mode": AutoresetMode.DISABLED},
+            {"options": {"reset_mask": np.ones(3, bool)}},
+            "2 booleans, got shape",
+        ),
+        (
+            {"autoreset_mode": AutoresetMode.DISABLED},
+            {"seed": 1, "options": {"reset_mask": np.ones(2, bool)}},
+            "reset it fully first",
+        ),
+    ],
+)
+def test_bad_autoreset_settings_are_named(kwargs, reset, message):
+    with pytest.raises(ValueError, match=message):
+        env = BatchedGridWorld(2, **kwargs)
+        env.reset(seed=0)
+        env.reset(**reset)
 
 
 def test_pinned_pairs_persist_across_autoresets():
