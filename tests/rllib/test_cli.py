@@ -135,8 +135,8 @@ def test_training_resumes_after_being_killed(tmp_path):
     _kill_session(process.pid)
     out = _run("train", "file", str(experiment), "--storage-path", str(storage), "--resume")
     assert out.returncode == 0, out.stderr[-3000:]
-    progress = pd.read_csv(next(storage.glob("resumable/*/progress.csv")))
-    done = progress["training_iteration"].tolist()
+    results = next(storage.glob("resumable/*/result.json")).read_text().splitlines()
+    done = [json.loads(line)["training_iteration"] for line in results]
     assert done[-1] == iterations and set(range(1, iterations + 1)) <= set(done)
 
 
@@ -210,12 +210,15 @@ def _study(tmp_path, iterations: int, name: str = "study") -> Path:
 
 
 def _finished_trials(experiment: Path, iterations: int) -> list[Path]:
+    """The trials whose last result (Tune's result.json, one JSON object per line; its
+    progress.csv can mix rows of different lengths once a trial resumes) is ``iterations``."""
     finished = []
-    for progress in experiment.glob("*/progress.csv"):
+    for results in experiment.glob("*/result.json"):
+        lines = results.read_text().splitlines()
         try:
-            if pd.read_csv(progress)["training_iteration"].max() == iterations:
-                finished.append(progress.parent)
-        except (pd.errors.EmptyDataError, KeyError):
+            if lines and json.loads(lines[-1])["training_iteration"] == iterations:
+                finished.append(results.parent)
+        except (json.JSONDecodeError, KeyError):  # a line being written
             pass
     return sorted(finished)
 
@@ -241,7 +244,7 @@ def test_a_study_interrupted_and_resumed_runs_no_finished_trial_again(tmp_path):
     process.wait(timeout=300)
     _kill_session(process.pid)
     finished = {
-        trial: (trial / "progress.csv").read_text()
+        trial: (trial / "result.json").read_text()
         for trial in _finished_trials(storage / "study", iterations)
     }
     assert 1 <= len(finished) < 4, f"the study was not interrupted mid-way ({len(finished)} trials finished)"
@@ -249,8 +252,8 @@ def test_a_study_interrupted_and_resumed_runs_no_finished_trial_again(tmp_path):
     out = _run("train", "file", str(study), "--storage-path", str(storage), "--resume")
     assert out.returncode == 0, out.stderr[-3000:]
     assert len(_finished_trials(storage / "study", iterations)) == 4
-    for trial, progress in finished.items():  # not trained again
-        assert (trial / "progress.csv").read_text() == progress
+    for trial, results in finished.items():  # not trained again
+        assert (trial / "result.json").read_text() == results
 
     assert _run("evaluate", str(storage / "study"), "--episodes-per-pair", "1").returncode == 0
     out = _run("report", str(storage / "study"))

@@ -225,7 +225,7 @@ def test_two_learners_and_two_env_runners_train_one_module(cluster, tmp_path):
 
     _, worker_nodes = cluster
     config = (
-        tiny_config(states_per_update=64, updates_per_iteration=4, warmup_trajectories=8)
+        tiny_config(states_per_update=128, updates_per_iteration=16, warmup_trajectories=8)
         .training(lr=3e-3)
         .learners(num_learners=2)
         .env_runners(num_env_runners=2, custom_resources_per_env_runner={WORKER: 1})
