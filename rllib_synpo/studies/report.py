@@ -206,11 +206,20 @@ def flatten(config: dict, prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-def newest_state_file(folder: Path) -> Path | None:
-    """The newest ``experiment_state-<date>.json``: its name's timestamp sorts by time (a copy of
-    the folder can reorder modification times), the modification time breaks ties."""
-    states = list(folder.glob(STATE_GLOB))
-    return max(states, key=lambda p: (p.name, p.stat().st_mtime)) if states else None
+def state_files(folder: Path) -> list[Path]:
+    """Every ``experiment_state-<date>.json``, oldest first: its name's timestamp sorts by time (a
+    copy of the folder can reorder modification times), the modification time breaks ties."""
+    return sorted(folder.glob(STATE_GLOB), key=lambda p: (p.name, p.stat().st_mtime))
+
+
+def trials_from_states(folder: Path, states: list[Path]) -> list[Trial]:
+    """The trials of every experiment state, a trial that several name (a resumed experiment)
+    as the newest names it: a second ``rllib train file`` run into the same folder (other seeds,
+    say) writes a state of its own beside the first's."""
+    trials: dict[str, Trial] = {}
+    for state_file in states:
+        trials.update((trial.name, trial) for trial in trials_from_state(folder, state_file))
+    return list(trials.values())
 
 
 def read_params(folder: Path | None) -> dict:
@@ -524,12 +533,13 @@ def stale_evaluation_note(evaluated: EvaluatedTrial) -> str | None:
 
 
 def find_trials(folder: Path) -> tuple[Path | None, list[Trial]]:
-    """(experiment state file or None, trials): from the newest experiment state when there is one
-    (it also names trials never started), else from the trial folders."""
+    """(newest experiment state file or None, trials): from the experiment states when there are
+    any (they also name trials never started), else from the trial folders."""
     if not folder.is_dir():
         raise ReportError(f"{folder} is not a folder; expected a Ray Tune experiment folder")
-    state_file = newest_state_file(folder)
-    trials = trials_from_state(folder, state_file) if state_file else trials_from_folders(folder)
+    states = state_files(folder)
+    state_file = states[-1] if states else None
+    trials = trials_from_states(folder, states) if states else trials_from_folders(folder)
     if not trials:
         raise ReportError(
             f"{folder} holds no Tune trials (no {STATE_GLOB} and no trial folder with {PARAMS_FILE})"

@@ -448,6 +448,18 @@ def test_the_newest_experiment_state_names_the_trials(tmp_path):
     assert _rows(exp / "report")["resumed"]["seen_mean"] == pytest.approx(30.0)
 
 
+def test_trials_of_two_runs_into_one_folder_are_reported_together(tmp_path):
+    """A second `rllib train file` into the same experiment folder (other seeds) writes its own
+    experiment state; the report counts the trials of both."""
+    exp = tmp_path / "two-runs"
+    exp.mkdir()
+    _state(exp, [_trial(exp, 0, {"seed": 0}, _params(0), seen=0.2)], stamp="2026-12-01_09-00-00")
+    _state(exp, [_trial(exp, 1, {"seed": 1}, _params(1), seen=0.4)], stamp="2026-12-02_09-00-00")
+    study = report.read_study(exp)
+    assert [len(g.trials) for g in study.groups] == [2]
+    assert study.state_file.name == "experiment_state-2026-12-02_09-00-00.json"
+
+
 def test_learning_curves_align_seeds_by_evaluation_and_truncate_to_the_shortest(tmp_path):
     """progress.csv as Tune writes it: evaluation cells empty on rows without an evaluation."""
     exp = tmp_path / "curves"
