@@ -170,6 +170,12 @@ class BatchedGridWorld(VectorEnv):
         return actions
 
     @property
+    def finished(self) -> np.ndarray:
+        """(num_envs,) bool, a copy: the slots whose episode has ended and that wait for a reset
+        (only ever True with ``autoreset_mode=AutoresetMode.DISABLED``)."""
+        return self._finished.copy()
+
+    @property
     def state(self) -> GridBatch:
         """Read-only use: the raw state arrays (agent cells, treasure cells, stage, steps)."""
         return self._state

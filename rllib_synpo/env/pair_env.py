@@ -118,7 +118,6 @@ class SynPoPairsEnv(MultiAgentEnv):
         seed = config.get("seed")
         seed = None if seed is None else int(seed) + SEED_STRIDE * worker_index  # runners differ
         self._seeds = ResetSeeds(seed)
-        self._active = np.zeros(num_slots, bool)
         self._obs: dict[str, np.ndarray] = {}
         self._expert = np.zeros(num_slots, np.int64)
         self._rng = np.random.default_rng(seed)
@@ -134,7 +133,7 @@ class SynPoPairsEnv(MultiAgentEnv):
 
     def step(self, action_dict: dict[str, Any]):
         actions = np.zeros(len(self.agents), np.int64)
-        rows = np.flatnonzero(self._active)
+        rows = np.flatnonzero(~self.batched.finished)
         for i in rows:
             agent = self.agents[i]
             if self.behaviour == "policy":
@@ -158,9 +157,9 @@ class SynPoPairsEnv(MultiAgentEnv):
                 "executed_action": int(actions[i]),
                 "success": bool(info["success"][i]),
             }
-            self._active[i] &= not done
-        self._add_task_labels(infos, [i for i in rows if self._active[i]])
-        terms["__all__"] = not self._active.any()
+        finished = self.batched.finished
+        self._add_task_labels(infos, [i for i in rows if not finished[i]])
+        terms["__all__"] = bool(finished.all())
         truncs["__all__"] = False
         return obs, rewards, terms, truncs, infos
 
@@ -177,7 +176,7 @@ class SynPoPairsEnv(MultiAgentEnv):
         expert, executed, rewards, labels = [], [], [], []
         lengths = np.zeros(len(self.agents), np.int64)
         pairs = self._obs["env_id"].copy(), self._obs["task_id"].copy()
-        while self._active.any():
+        while not (finished := self.batched.finished).all():
             columns[layout.key].append(self._obs[layout.key][:, -layout.channels :].astype(layout.dtype))
             for key in layout.per_step:
                 columns[key].append(self._obs[key])
@@ -185,12 +184,11 @@ class SynPoPairsEnv(MultiAgentEnv):
             if self.relabel:
                 labels.append(self._task_labels())
             actions = self._perturbed_expert_actions()
-            self._obs, reward, terminated, truncated, info = self.batched.step(actions)
+            self._obs, reward, _, _, info = self.batched.step(actions)
             self._expert = info["expert_action"]
             executed.append(actions)
             rewards.append(reward)
-            lengths += self._active
-            self._active &= ~(terminated | truncated)
+            lengths += ~finished
         steps = {key: np.stack(values, axis=1) for key, values in columns.items()}  # (slot, step, ...)
         expert_actions, actions, reward = (np.stack(v, axis=1) for v in (expert, executed, rewards))
         task_labels = np.stack(labels, axis=1) if self.relabel else None
@@ -230,7 +228,6 @@ class SynPoPairsEnv(MultiAgentEnv):
         if seed is not None:
             self._rng = np.random.default_rng([seed, len(self.agents)])
         self._expert = info["expert_action"]
-        self._active[:] = True
 
     def _perturbed_expert_actions(self) -> np.ndarray:
         """The expert's actions, each replaced by a random one with probability ``epsilon``."""
