@@ -162,7 +162,7 @@ class Study:
     """An experiment folder read: its groups of evaluated trials and the trials left out."""
 
     folder: Path
-    state_file: Path | None  # None when the trials were found from their folders
+    state_files: tuple[Path, ...]  # oldest first; none when the trials were found from their folders
     trials: tuple[Trial, ...]
     groups: tuple[Group, ...]
     missing: tuple[tuple[Trial, str], ...]  # (trial, its group's label), not finished by Tune
@@ -532,25 +532,24 @@ def stale_evaluation_note(evaluated: EvaluatedTrial) -> str | None:
 # The study
 
 
-def find_trials(folder: Path) -> tuple[Path | None, list[Trial]]:
-    """(newest experiment state file or None, trials): from the experiment states when there are
+def find_trials(folder: Path) -> tuple[list[Path], list[Trial]]:
+    """(experiment state files, oldest first, trials): from the experiment states when there are
     any (they also name trials never started), else from the trial folders."""
     if not folder.is_dir():
         raise ReportError(f"{folder} is not a folder; expected a Ray Tune experiment folder")
     states = state_files(folder)
-    state_file = states[-1] if states else None
     trials = trials_from_states(folder, states) if states else trials_from_folders(folder)
     if not trials:
         raise ReportError(
             f"{folder} holds no Tune trials (no {STATE_GLOB} and no trial folder with {PARAMS_FILE})"
         )
-    return state_file, trials
+    return states, trials
 
 
 def read_study(experiment_dir: str | Path) -> Study:
     """Reads the experiment folder: groups of finished, evaluated trials and the trials left out."""
     folder = Path(experiment_dir).expanduser().resolve()
-    state_file, trials = find_trials(folder)
+    states, trials = find_trials(folder)
     labels = group_labels(trials, folder.name)
     finished = [read_evaluated(t, folder) for t in trials if t.status == FINISHED]
     if not finished:
@@ -565,7 +564,7 @@ def read_study(experiment_dir: str | Path) -> Study:
     ]
     notes = [note for note in map(stale_evaluation_note, finished) if note]
     missing = tuple((t, labels[t.name]) for t in trials if t.status != FINISHED)
-    return Study(folder, state_file, tuple(trials), tuple(unique_labels(groups)), missing, tuple(notes))
+    return Study(folder, tuple(states), tuple(trials), tuple(unique_labels(groups)), missing, tuple(notes))
 
 
 def unique_labels(groups: list[Group]) -> list[Group]:
@@ -654,11 +653,11 @@ def seed_order(seed: Any) -> tuple[bool, Any]:
 
 def setup_lines(study: Study) -> list[str]:
     evaluated = study.evaluated
-    source = study.state_file.name if study.state_file else NO_STATE
+    source = ", ".join(state.name for state in study.state_files) or NO_STATE
     all_seeds = sorted({t.trial.seed for t in evaluated if t.trial.seed is not None}, key=seed_order)
     lines = [
         f"- Experiment folder: `{study.folder}`",
-        f"- Tune experiment state: {source}",
+        f"- Tune experiment states: {source}",
         f"- Trials: {len(study.trials)}; finished and evaluated: {len(evaluated)}",
         f"- Missing trials (not finished, left out of the numbers): {len(study.missing)}",
         *(f"  - {trial.name} ({trial.status}), group {label}" for trial, label in study.missing),

@@ -432,7 +432,7 @@ def test_without_experiment_state_the_params_differences_are_the_groups(tmp_path
     )
     assert rows["l2=0, l3=0.001"]["seen_mean"] == pytest.approx(55.0)
     assert (
-        "- Tune experiment state: none; trials found from their folders"
+        "- Tune experiment states: none; trials found from their folders"
         in (exp / "report" / "report.md").read_text()
     )
 
@@ -457,7 +457,15 @@ def test_trials_of_two_runs_into_one_folder_are_reported_together(tmp_path):
     _state(exp, [_trial(exp, 1, {"seed": 1}, _params(1), seen=0.4)], stamp="2026-12-02_09-00-00")
     study = report.read_study(exp)
     assert [len(g.trials) for g in study.groups] == [2]
-    assert study.state_file.name == "experiment_state-2026-12-02_09-00-00.json"
+    assert [state.name for state in study.state_files] == [
+        "experiment_state-2026-12-01_09-00-00.json",
+        "experiment_state-2026-12-02_09-00-00.json",
+    ]
+    report_experiment(exp, echo=None)
+    assert (
+        "- Tune experiment states: experiment_state-2026-12-01_09-00-00.json, "
+        "experiment_state-2026-12-02_09-00-00.json" in (exp / "report" / "report.md").read_text()
+    )
 
 
 def test_learning_curves_align_seeds_by_evaluation_and_truncate_to_the_shortest(tmp_path):
