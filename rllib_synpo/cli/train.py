@@ -1,5 +1,6 @@
 """``rllib train file``: the experiments of a YAML file through Ray Tune, on a local Ray of its
-own or on a cluster (``--address`` / ``RAY_ADDRESS``). Everything the command can check is
+own or on a cluster (``--address`` / ``RAY_ADDRESS``), one experiment after another (the trials
+of each side by side as Ray's resources allow). Everything the command can check is
 checked before Ray starts: the file (`load_experiments`), ``--stop``, the storage folders, and
 that a cluster's address answers (Ray itself would retry an unreachable one for minutes)."""
 
@@ -13,6 +14,7 @@ import logging
 import os
 import shlex
 import socket
+import sys
 from pathlib import Path
 
 from rllib_synpo.cli.errors import UsageError, check_output_folder, first_line
@@ -38,10 +40,13 @@ SYNPO_PROGRESS_COLUMNS = {
 }
 SYNPO_ALGORITHMS = ("SynPo", "SynPoPPO")
 PROGRESS_EVERY_S = 30
+# Exit status when a trial fails (a Ray, RLlib or model error rather than bad input).
+TRIAL_FAILED = 1
 
 
 def train_file(args: argparse.Namespace) -> int:
     from ray import tune
+    from ray.tune.error import TuneError
 
     stop_override = parse_stop(args.stop) if args.stop is not None else None
     address, address_source = ray_address(args.address)
@@ -62,19 +67,44 @@ def train_file(args: argparse.Namespace) -> int:
     logging.getLogger("ray.tune.tune").addFilter(_without_tunes_resume_hint)
     for folder in experiment_folders(experiments):
         print(f"results and TensorBoard logs: {folder} (tensorboard --logdir {folder})")
-    trials = tune.run_experiments(
-        experiments,
-        resume="AUTO" if args.resume else False,
-        verbose=1,
-        progress_reporter=progress_reporter(experiments),
-    )
-    unfinished = [trial for trial in trials if not _reached_stop(trial)]
-    if unfinished:
-        print(
-            f"{len(unfinished)} of {len(trials)} trial(s) stopped before their stop criteria; "
-            f"continue from the last checkpoints with: {_resume_command(args)}"
-        )
+    # One Tune run per experiment, one after another: Tune keeps a run's state in its first
+    # experiment's folder and, resuming, moves every trial there (a later experiment's
+    # checkpoints are then not found), so each experiment is a run of its own that resumes alone.
+    trials = []
+    for position, (name, spec) in enumerate(experiments.items()):
+        try:
+            trials += tune.run_experiments(
+                {name: spec},
+                resume="AUTO" if args.resume else False,
+                verbose=1,
+                progress_reporter=progress_reporter({name: spec}),
+            )
+        except TuneError as err:
+            failed = err.args[1] if len(err.args) > 1 else []
+            print(f"error: experiment {name!r}: {_failures(failed)}", file=sys.stderr)
+            return TRIAL_FAILED
+        unfinished = [trial for trial in trials if not _reached_stop(trial)]
+        if unfinished:
+            not_started = list(experiments)[position + 1 :]
+            later = f" (experiment(s) {not_started} not started)" if not_started else ""
+            print(
+                f"{len(unfinished)} of {len(trials)} trial(s) stopped before their stop criteria{later}; "
+                f"continue from the last checkpoints with: {_resume_command(args)}"
+            )
+            break
     return 0
+
+
+def _failures(trials: list) -> str:
+    """Which trials failed and where Tune wrote each one's traceback."""
+    if not trials:
+        return "trials did not complete"
+    named = []
+    for trial in trials:
+        error_file = trial.run_metadata.error_filename
+        where = f"{trial.path}/{error_file}" if error_file and trial.path else trial.path
+        named.append(f"{trial} ({trial.status}, see {where})")
+    return f"{len(trials)} trial(s) did not complete: " + ", ".join(named)
 
 
 def experiment_folders(experiments: dict) -> list[str]:

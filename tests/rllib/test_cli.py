@@ -54,15 +54,15 @@ def _kill_session(session_id: int) -> None:
             pass
 
 
-def _checkpoints(storage: Path):
-    return sorted(storage.glob("*/*/checkpoint_*"))
+def _checkpoints(storage: Path, experiment: str = "*"):
+    return sorted(storage.glob(f"{experiment}/*/checkpoint_*"))
 
 
 def _train_until_checkpoints(
-    experiment: Path, storage: Path, count: int, stdout=subprocess.DEVNULL
+    experiment: Path, storage: Path, count: int, stdout=subprocess.DEVNULL, name: str = "*"
 ) -> subprocess.Popen:
     """Starts ``rllib train file`` in a session of its own; returns once it has written ``count``
-    checkpoints (or ended, or 10 minutes passed)."""
+    checkpoints (of the experiment ``name``) or ended, or 10 minutes passed."""
     process = subprocess.Popen(
         [*RLLIB, "train", "file", str(experiment), "--storage-path", str(storage)],
         stdout=stdout,
@@ -70,7 +70,7 @@ def _train_until_checkpoints(
         start_new_session=True,
     )
     deadline = time.time() + 600
-    while len(_checkpoints(storage)) < count and time.time() < deadline and process.poll() is None:
+    while len(_checkpoints(storage, name)) < count and time.time() < deadline and process.poll() is None:
         time.sleep(0.5)
     return process
 
@@ -124,20 +124,30 @@ def test_train_file_then_evaluate(tmp_path):
 
 @pytest.mark.timeout(900)
 def test_training_resumes_after_being_killed(tmp_path):
+    """A file of two experiments killed during the second: the resume finishes the second in its
+    own folder and leaves the first alone (Tune resuming both as one run looks for the second's
+    checkpoints in the first's folder)."""
     storage = tmp_path / "results"
     iterations = 40
-    experiment = _experiment(tmp_path, iterations=iterations, name="resumable")
-    process = _train_until_checkpoints(experiment, storage, count=2)
+    first = yaml.safe_load(_experiment(tmp_path, iterations=2, name="first").read_text())
+    second = yaml.safe_load(_experiment(tmp_path, iterations=iterations, name="resumable").read_text())
+    experiment = tmp_path / "two.yaml"
+    experiment.write_text(yaml.safe_dump({**first, **second}, sort_keys=False))
+    process = _train_until_checkpoints(experiment, storage, count=2, name="resumable")
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
-    completed = len(_checkpoints(storage))
+    completed = len(_checkpoints(storage, "resumable"))
     assert 2 <= completed < iterations, f"the run was not interrupted mid-way ({completed} checkpoints)"
     _kill_session(process.pid)
+    (first_trial,) = (storage / "first").glob("SynPo_*")
+    first_results = (first_trial / "result.json").read_text()
     out = _run("train", "file", str(experiment), "--storage-path", str(storage), "--resume")
     assert out.returncode == 0, out.stderr[-3000:]
     results = next(storage.glob("resumable/*/result.json")).read_text().splitlines()
     done = [json.loads(line)["training_iteration"] for line in results]
     assert done[-1] == iterations and set(range(1, iterations + 1)) <= set(done)
+    assert list((storage / "first").glob("SynPo_*")) == [first_trial]
+    assert (first_trial / "result.json").read_text() == first_results  # not trained again
 
 
 @pytest.mark.timeout(900)
