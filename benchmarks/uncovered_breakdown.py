@@ -1,0 +1,61 @@
+r"""Where the unseen pairs whose first colour is uncovered fail: AvgSR on them split by whether
+their first colour is the second colour of some seen task of their maze (the agent went for it
+there, after another treasure) or appears in no seen task of that maze at all.
+
+Reads `rllib evaluate`'s success matrices (one per training seed: mean ± sample std over them)
+of trials trained on random split ``--split-seed``:
+
+    python benchmarks/uncovered_breakdown.py --split-seed 1 \
+        results/studies/table1-heldout-splits-synpo/*random_seed_1/success_matrix.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import pandas as pd
+from synpo_envs.gridworld.constants import NUM_COLOURS, TASK_COLOURS
+from synpo_envs.splits import first_colour_uncovered, random_split
+
+
+def colour_in_seen_task(seen_mask: np.ndarray, position: int) -> np.ndarray:
+    """(E, T) bool: some seen task of the pair's maze has the pair's first colour at ``position``
+    (0: its first colour, 1: its second)."""
+    first = TASK_COLOURS[: seen_mask.shape[1], 0]
+    at_position = TASK_COLOURS[: seen_mask.shape[1], position]
+    per_colour = np.stack([(seen_mask & (at_position == c)).any(axis=1) for c in range(NUM_COLOURS)], axis=1)
+    return per_colour[:, first]
+
+
+def uncovered_subsets(seen_mask: np.ndarray) -> dict[str, np.ndarray]:
+    uncovered = first_colour_uncovered(seen_mask)
+    second = colour_in_seen_task(seen_mask, position=1)
+    return {
+        "uncovered": uncovered,
+        "uncovered, first colour a seen task's second colour in the maze": uncovered & second,
+        "uncovered, first colour in no seen task of the maze": uncovered & ~second,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("matrices", nargs="+", help="success_matrix.csv files, one per training seed")
+    parser.add_argument("--split-seed", type=int, required=True, help="the random split's seed")
+    args = parser.parse_args()
+    matrices = np.stack([pd.read_csv(path, index_col=0).to_numpy(dtype=float) for path in args.matrices])
+    split = random_split(seed=args.split_seed)
+    print(f"split seed {args.split_seed}, {len(matrices)} matrices; AvgSR %")
+    for name, mask in uncovered_subsets(split.seen_mask()).items():
+        if not mask.any():
+            print(f"{name}: 0 pairs")
+            continue
+        rates = 100 * matrices[:, mask].mean(axis=1)
+        spread = f" ± {rates.std(ddof=1):.1f}" if len(rates) > 1 else ""
+        print(f"{name}: {int(mask.sum())} pairs, {rates.mean():.1f}{spread}")
+
+
+if __name__ == "__main__":
+    main()
