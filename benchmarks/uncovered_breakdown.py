@@ -15,22 +15,12 @@ import argparse
 
 import numpy as np
 import pandas as pd
-from synpo_envs.gridworld.constants import NUM_COLOURS, TASK_COLOURS
-from synpo_envs.splits import first_colour_uncovered, random_split
-
-
-def colour_in_seen_task(seen_mask: np.ndarray, position: int) -> np.ndarray:
-    """(E, T) bool: some seen task of the pair's maze has the pair's first colour at ``position``
-    (0: its first colour, 1: its second)."""
-    first = TASK_COLOURS[: seen_mask.shape[1], 0]
-    at_position = TASK_COLOURS[: seen_mask.shape[1], position]
-    per_colour = np.stack([(seen_mask & (at_position == c)).any(axis=1) for c in range(NUM_COLOURS)], axis=1)
-    return per_colour[:, first]
+from synpo_envs.splits import first_colour_in_seen_task, first_colour_uncovered, random_split
 
 
 def uncovered_subsets(seen_mask: np.ndarray) -> dict[str, np.ndarray]:
     uncovered = first_colour_uncovered(seen_mask)
-    second = colour_in_seen_task(seen_mask, position=1)
+    second = first_colour_in_seen_task(seen_mask, position=1)
     return {
         "uncovered": uncovered,
         "uncovered, first colour a seen task's second colour in the maze": uncovered & second,

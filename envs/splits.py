@@ -150,11 +150,19 @@ def first_colour_uncovered(seen_mask: np.ndarray) -> np.ndarray:
     first colour of no seen task of env: in training the agent never went for that colour
     first in that maze. ``seen_mask`` is (E, T) over the gridworld's first T tasks."""
     seen_mask = np.asarray(seen_mask, dtype=bool)
+    return ~seen_mask & ~first_colour_in_seen_task(seen_mask, position=0)
+
+
+def first_colour_in_seen_task(seen_mask: np.ndarray, position: int) -> np.ndarray:
+    """(E, T) bool, True for the pairs (env, task) where some seen task of env has the task's
+    first colour at ``position`` (0: as its first colour, 1: as its second)."""
+    seen_mask = np.asarray(seen_mask, dtype=bool)
     if seen_mask.ndim != 2 or seen_mask.shape[1] > NUM_TASKS:
         raise ValueError(f"seen_mask must be (envs, tasks <= {NUM_TASKS}), got shape {seen_mask.shape}")
     first = TASK_COLOURS[: seen_mask.shape[1], 0]  # (T,) each task's first colour
-    colour_seen = np.stack([(seen_mask & (first == c)).any(axis=1) for c in range(NUM_COLOURS)], axis=1)
-    return ~seen_mask & ~colour_seen[:, first]
+    at_position = TASK_COLOURS[: seen_mask.shape[1], position]
+    colour_seen = np.stack([(seen_mask & (at_position == c)).any(axis=1) for c in range(NUM_COLOURS)], axis=1)
+    return colour_seen[:, first]
 
 
 def pair_subsets(seen_mask: np.ndarray) -> dict[str, np.ndarray]:

@@ -121,6 +121,20 @@ def test_first_colour_uncovered_pairs_by_hand():
         first_colour_uncovered(np.zeros((2, 21), bool))
 
 
+def test_first_colour_in_seen_task_by_hand():
+    from synpo_envs.splits import first_colour_in_seen_task
+
+    # tasks 0-4: AB, BC, CD, DE, EA; env 0 saw AB only, env 1 saw CD only
+    seen = np.zeros((2, 5), bool)
+    seen[0, 0] = seen[1, 2] = True
+    as_first = first_colour_in_seen_task(seen, position=0)
+    as_second = first_colour_in_seen_task(seen, position=1)
+    assert as_first[0].tolist() == [True, False, False, False, False]  # A starts AB: task AB
+    assert as_second[0].tolist() == [False, True, False, False, False]  # B is AB's second: task BC
+    assert as_first[1].tolist() == [False, False, True, False, False]  # C starts CD
+    assert as_second[1].tolist() == [False, False, False, True, False]  # D is CD's second: task DE
+
+
 def test_pair_subsets_partition_the_pairs():
     from synpo_envs.splits import PAIR_SUBSETS, pair_subsets
 
