@@ -170,6 +170,25 @@ def test_ctrl_c_says_how_to_resume_with_this_command(tmp_path):
     assert "tune.run_experiments" not in output  # Tune's own hint, for its Python API, is not shown
 
 
+@pytest.mark.timeout(600)
+def test_a_trial_failing_at_run_time_is_one_error_line(tmp_path):
+    """A setting the file checks accept but the trial cannot run (a replay larger than any
+    machine's address space) ends the command with exit 1 and a line naming the trial and its
+    error file. (Tune's and the Ray worker's own tracebacks still reach stderr around it.)"""
+    spec = yaml.safe_load(_experiment(tmp_path, name="doomed").read_text())
+    spec["doomed"]["config"]["replay_capacity"] = 10**17
+    experiment = tmp_path / "doomed.yaml"
+    experiment.write_text(yaml.safe_dump(spec))
+    storage = tmp_path / "results"
+    out = _run("train", "file", str(experiment), "--storage-path", str(storage))
+    assert out.returncode == 1, out.stderr[-3000:]
+    (error_file,) = storage.glob("doomed/SynPo_*/error.txt")
+    assert "Unable to allocate" in error_file.read_text()
+    (line,) = [line for line in out.stderr.splitlines() if line.startswith("error: ")]
+    assert line.startswith("error: experiment 'doomed': 1 trial(s) did not complete: SynPo_")
+    assert line.endswith(f"(ERROR, see {error_file})")
+
+
 @pytest.mark.parametrize(
     "content, message",
     [
