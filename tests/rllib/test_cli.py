@@ -171,7 +171,7 @@ def test_ctrl_c_says_how_to_resume_with_this_command(tmp_path):
 
 
 @pytest.mark.timeout(600)
-def test_a_trial_failing_at_run_time_is_one_error_line(tmp_path):
+def test_a_trial_failing_at_run_time_gives_an_error_line_naming_it(tmp_path):
     """A setting the file checks accept but the trial cannot run (a replay larger than any
     machine's address space) ends the command with exit 1 and a line naming the trial and its
     error file. (Tune's and the Ray worker's own tracebacks still reach stderr around it.)"""
