@@ -65,6 +65,7 @@ def train_file(args: argparse.Namespace) -> int:
         check_reachable(address, address_source)
     _init_ray(address, address_source, experiments)
     logging.getLogger("ray.tune.tune").addFilter(_without_tunes_resume_hint)
+    logging.getLogger("ray.tune.execution.tune_controller").addFilter(_trial_failure_without_traceback)
     for folder in experiment_folders(experiments):
         print(f"results and TensorBoard logs: {folder} (tensorboard --logdir {folder})")
     # One Tune run per experiment, one after another: Tune keeps a run's state in its first
@@ -72,16 +73,24 @@ def train_file(args: argparse.Namespace) -> int:
     # checkpoints are then not found), so each experiment is a run of its own that resumes alone.
     trials = []
     for position, (name, spec) in enumerate(experiments.items()):
+        if args.resume and "://" not in spec["storage_path"]:
+            _forget_decisions_on_failed_trials(Path(spec["storage_path"]) / name)
         try:
             trials += tune.run_experiments(
                 {name: spec},
-                resume="AUTO" if args.resume else False,
+                # A resume also reruns the trials that errored (a worker killed, a node lost),
+                # each from its last checkpoint.
+                resume="AUTO+ERRORED" if args.resume else False,
                 verbose=1,
                 progress_reporter=progress_reporter({name: spec}),
             )
         except TuneError as err:
             failed = err.args[1] if len(err.args) > 1 else []
-            print(f"error: experiment {name!r}: {_failures(failed)}", file=sys.stderr)
+            print(
+                f"error: experiment {name!r}: {_failures(failed)}; once the cause is fixed, "
+                f"rerun them from their last checkpoints with: {_resume_command(args)}",
+                file=sys.stderr,
+            )
             return TRIAL_FAILED
         unfinished = [trial for trial in trials if not _reached_stop(trial)]
         if unfinished:
@@ -236,6 +245,34 @@ def _without_tunes_resume_hint(record: logging.LogRecord) -> bool:
     """Drops Tune's hint after Ctrl-C, which names its Python API (``tune.run_experiments(...,
     resume=True)``); ``train_file`` prints the command that resumes instead."""
     return "Resume experiment with" not in record.getMessage()
+
+
+def _forget_decisions_on_failed_trials(experiment_folder: Path) -> None:
+    """Clears the per-trial decisions Tune keeps in its run state before a resume. A trial that
+    failed while saving a checkpoint (its process killed, say) leaves a STOP queued for after that
+    save; Tune restores it and stops the rerun trial at its first checkpoint. A state file in
+    another format is left as it is."""
+    for state_file in experiment_folder.glob("experiment_state-*.json"):
+        state = json.loads(state_file.read_text())
+        runner = state.get("runner_data", {})
+        pending = [key for key in ("_cached_trial_decisions", "_queued_trial_decisions") if runner.get(key)]
+        if not pending:
+            continue
+        for key in pending:
+            runner[key] = {}
+        temporary = state_file.with_name(state_file.name + ".tmp")
+        temporary.write_text(json.dumps(state))
+        os.replace(temporary, state_file)
+
+
+def _trial_failure_without_traceback(record: logging.LogRecord) -> bool:
+    """Keeps Tune's line that a trial failed (the study's other trials go on) without its
+    traceback, which Tune writes to the trial's ``error.txt``; ``train_file`` names that file."""
+    if record.getMessage().startswith("Trial task failed for trial"):
+        record.exc_info, record.exc_text = None, None
+        record.msg = f"{record.getMessage()} (its traceback is in the trial's error.txt)"
+        record.args = ()
+    return True
 
 
 def _reached_stop(trial) -> bool:

@@ -1,6 +1,7 @@
 """The ``rllib`` command end to end: train from a YAML file, evaluate, resume after a kill, a
 study interrupted and resumed, then evaluated and reported; bad input in one line."""
 
+import contextlib
 import json
 import os
 import shlex
@@ -44,14 +45,30 @@ def _run(*args, timeout=600, cwd=None):
     return subprocess.run([*RLLIB, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd)
 
 
-def _kill_session(session_id: int) -> None:
-    """Ray processes the killed run left behind (they share its session)."""
+def _session_processes(session_id: int) -> list[int]:
+    """The processes of a session: a run started in a session of its own and its Ray processes."""
+    pids = []
     for entry in Path("/proc").iterdir():
         try:
             if entry.name.isdigit() and os.getsid(int(entry.name)) == session_id:
-                os.kill(int(entry.name), signal.SIGKILL)
+                pids.append(int(entry.name))
         except (ProcessLookupError, PermissionError):
             pass
+    return pids
+
+
+def _command(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def _kill_session(session_id: int) -> None:
+    """Ray processes the killed run left behind (they share its session)."""
+    for pid in _session_processes(session_id):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def _checkpoints(storage: Path, experiment: str = "*"):
@@ -173,8 +190,10 @@ def test_ctrl_c_says_how_to_resume_with_this_command(tmp_path):
 @pytest.mark.timeout(600)
 def test_a_trial_failing_at_run_time_gives_an_error_line_naming_it(tmp_path):
     """A setting the file checks accept but the trial cannot run (a replay larger than any
-    machine's address space) ends the command with exit 1 and a line naming the trial and its
-    error file. (Tune's and the Ray worker's own tracebacks still reach stderr around it.)"""
+    machine's address space) ends the command with exit 1 and a line naming the trial, its error
+    file and the command that reruns it. Tune's log of the failure keeps its traceback in that
+    file. (Ray still forwards the trial process's own report of an error in ``setup()``, a
+    traceback of the actor's creation task, to stderr.)"""
     spec = yaml.safe_load(_experiment(tmp_path, name="doomed").read_text())
     spec["doomed"]["config"]["replay_capacity"] = 10**17
     experiment = tmp_path / "doomed.yaml"
@@ -186,7 +205,42 @@ def test_a_trial_failing_at_run_time_gives_an_error_line_naming_it(tmp_path):
     assert "Unable to allocate" in error_file.read_text()
     (line,) = [line for line in out.stderr.splitlines() if line.startswith("error: ")]
     assert line.startswith("error: experiment 'doomed': 1 trial(s) did not complete: SynPo_")
-    assert line.endswith(f"(ERROR, see {error_file})")
+    resume = shlex.join(
+        ["rllib", "train", "file", str(experiment), "--storage-path", str(storage), "--resume"]
+    )
+    assert line.endswith(
+        f"(ERROR, see {error_file}); once the cause is fixed, rerun them from "
+        f"their last checkpoints with: {resume}"
+    )
+    driver_lines = [line for line in out.stderr.splitlines() if "(SynPo pid=" not in line]
+    assert not [line for line in driver_lines if line.lstrip().startswith(("Traceback", 'File "'))]
+
+
+@pytest.mark.timeout(900)
+def test_resume_reruns_a_trial_whose_process_died_from_its_last_checkpoint(tmp_path):
+    """The trial's process killed (as by the kernel's OOM killer): the command names the failed
+    trial and exits 1; ``--resume`` reruns that trial from its last checkpoint to its stop."""
+    storage, iterations = tmp_path / "results", 40
+    experiment = _experiment(tmp_path, iterations=iterations, name="killed")
+    log = tmp_path / "output.txt"
+    with log.open("w") as output:
+        process = _train_until_checkpoints(experiment, storage, count=2, stdout=output)
+        (trial_process,) = [pid for pid in _session_processes(process.pid) if "ray::SynPo" in _command(pid)]
+        os.kill(trial_process, signal.SIGKILL)
+        process.wait(timeout=300)
+    _kill_session(process.pid)
+    assert process.returncode == 1, log.read_text()[-3000:]
+    assert "error: experiment 'killed': 1 trial(s) did not complete" in log.read_text()
+    completed = len(_checkpoints(storage, "killed"))
+    assert completed < iterations, "the trial ended before it was killed"
+    out = _run("train", "file", str(experiment), "--storage-path", str(storage), "--resume")
+    assert out.returncode == 0, out.stderr[-3000:]
+    results = [
+        json.loads(line) for line in next(storage.glob("killed/*/result.json")).read_text().splitlines()
+    ]
+    done = [result["training_iteration"] for result in results]
+    assert done[-1] == iterations and set(range(1, iterations + 1)) <= set(done)
+    assert done.count(1) == 1  # it went on from a checkpoint rather than starting afresh
 
 
 @pytest.mark.parametrize(
