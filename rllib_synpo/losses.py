@@ -50,6 +50,9 @@ STATE_FEATURES = "state_features"  # (N, F) the paper's SF: psi_s, the decoder's
 # (N,) the environment ids the outputs are conditioned on, where they are not the batch's
 # (SynPo's ``env_dropout`` hides some)
 CONDITIONED_ENV_ID = "conditioned_env_id"
+# (N, colours) bool: which treasure colours remain, for networks whose policy reads the task's
+# subgoal (SynPo's ``subgoal_embedding``); `task_logits` sets each task's subgoal from it.
+REMAINING_COLOURS = "remaining_colours"
 
 
 def policy_loss(logits: torch.Tensor, expert_actions: torch.Tensor) -> torch.Tensor:
@@ -171,6 +174,14 @@ def synpo_total(terms: dict[str, torch.Tensor], weights: LossWeights) -> torch.T
     return torch.stack(present).sum()
 
 
+def every_task_logits(net: torch.nn.Module, out, env_id: torch.Tensor) -> torch.Tensor:
+    """(N, T, A): ``net``'s policy logits for every task of each state, in the environment the
+    outputs were conditioned on (and, where the network reads subgoals, with the treasures that
+    remain in each state)."""
+    conditions = {REMAINING_COLOURS: out.extras[REMAINING_COLOURS]} if REMAINING_COLOURS in out.extras else {}
+    return net.task_logits(out.sa_features, out.extras.get(CONDITIONED_ENV_ID, env_id), **conditions)
+
+
 def loss_inputs(
     net: torch.nn.Module,
     out,
@@ -186,7 +197,7 @@ def loss_inputs(
     names = getattr(net, "LOSS_TERMS", SYNPO_LOSS_TERMS)
     inputs = {}
     if relabelled:
-        inputs[TASK_LOGITS] = net.task_logits(out.sa_features, out.extras.get(CONDITIONED_ENV_ID, env_id))
+        inputs[TASK_LOGITS] = every_task_logits(net, out, env_id)
     if actions is not None and names & {ENV_DISENTANGLE_LOSS, TASK_DISENTANGLE_LOSS}:
         inputs[ENV_SCORES], inputs[TASK_SCORES] = net.disentangle_scores(
             taken(out.sa_features, actions.long())
@@ -223,7 +234,7 @@ def imitation_losses(
     if task_labels is not None:
         task_logits = out.extras.get(TASK_LOGITS)
         if task_logits is None:
-            task_logits = net.task_logits(out.sa_features, out.extras.get(CONDITIONED_ENV_ID, env_id))
+            task_logits = every_task_logits(net, out, env_id)
         terms = {POLICY_LOSS: relabelled_policy_loss(task_logits, task_labels)}
     else:
         terms = {POLICY_LOSS: policy_loss(out.logits, expert_actions)}

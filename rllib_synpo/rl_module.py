@@ -28,6 +28,7 @@ from rllib_synpo.columns import EXPERT_ACTION, TASK_LABELS
 from rllib_synpo.losses import loss_inputs
 from rllib_synpo.networks import ENCODERS, NETWORKS, SynPoOutputs, make_network
 from rllib_synpo.networks.factory import OPTION_DEFAULTS, OPTION_NETWORKS
+from rllib_synpo.networks.subgoals import SUBGOAL_MODES
 from rllib_synpo.networks.synpo import COEFFICIENT_FUNCTIONS
 from rllib_synpo.utils.checks import DROPOUT, DROPOUT_OR_SCHEDULE, check_settings
 from rllib_synpo.utils.console import quiet_rllib_notices
@@ -71,6 +72,9 @@ def check_model_config(model_config: dict[str, Any]) -> dict[str, Any]:
             f"expected one of {list(COEFFICIENT_FUNCTIONS)}"
         )
     check_settings(options, {DROPOUT: ("coefficient_dropout",), DROPOUT_OR_SCHEDULE: ("env_dropout",)})
+    if options["subgoal_embedding"] not in SUBGOAL_MODES:
+        subgoal = options["subgoal_embedding"]
+        raise ValueError(f"unknown subgoal_embedding {subgoal!r}; expected one of {list(SUBGOAL_MODES)}")
     if not isinstance(options["normalize_embeddings"], bool):
         normalize = options["normalize_embeddings"]
         raise ValueError(f"normalize_embeddings must be true or false, got {normalize!r}")

@@ -34,6 +34,7 @@ OPTION_DEFAULTS = {
     "coefficient_dropout": 0.0,
     "normalize_embeddings": False,
     "env_dropout": 0.0,
+    "subgoal_embedding": "none",
 }
 COEFFICIENT_NETWORKS = ("synpo", "mtl")  # built on SynPo's coefficient functions
 OPTION_NETWORKS = {
@@ -42,6 +43,7 @@ OPTION_NETWORKS = {
     # every network whose embeddings are vectors fed to a function (ModuleNet's are its modules)
     "normalize_embeddings": ("synpo", "mtl", "mlp", "sf", "sf_env"),
     "env_dropout": ("synpo",),
+    "subgoal_embedding": ("synpo",),
 }
 LAYER_SIZE_KEYS = ("feature_dim", "embedding_dim", "basis_dim", "hidden_dim")
 

@@ -27,9 +27,11 @@ class MTLNetwork(SynPoNetwork):
         super().__init__(**kwargs)
         self.env_head = None  # no environment classifier (g): MTL has no environment term
 
-    def coefficients(self, env_id: torch.Tensor, task_id: torch.Tensor) -> torch.Tensor:
+    def coefficients(
+        self, env_id: torch.Tensor, task_id: torch.Tensor, phase: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """[e_task; 0] for every row: the environment never reaches alpha, beta or the value."""
-        task = self.embed(self.task_embedding, task_id)
+        task = self.task_rows(task_id, phase)
         return torch.cat([task, torch.zeros_like(task)], dim=-1)
 
     def disentangle_scores(self, sa_taken: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -15,6 +15,10 @@ in an environment it cannot tell, the starting point adaptation can give a new o
 and `SynPoTorchLearner` sets the current probability before every update. Hiding from the first
 update can hold the network on the plateau where its policy reads neither the environment nor
 the task (results/transfer.md); a schedule that starts hiding later lets it leave that first.
+
+With ``subgoal_embedding`` (not the paper's; gridworld only) the task's input to alpha and beta
+also carries the treasure colour the task goes for next (`rllib_synpo.networks.subgoals`):
+"add" sums its embedding with e_task, "replace" feeds it alone.
 """
 
 from __future__ import annotations
@@ -25,8 +29,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rllib_synpo.losses import CONDITIONED_ENV_ID, SYNPO_LOSS_TERMS
+from rllib_synpo.losses import CONDITIONED_ENV_ID, REMAINING_COLOURS, SYNPO_LOSS_TERMS
 from rllib_synpo.networks.encoders import make_encoder
+from rllib_synpo.networks.subgoals import SubgoalEmbedding, read_remaining_colours
 
 UNKNOWN_ENV = -1  # the environment id of the unknown-environment embedding (``env_dropout``)
 
@@ -116,12 +121,17 @@ class SynPoNetwork(nn.Module):
         coefficient_dropout: float = 0.0,
         normalize_embeddings: bool = False,
         env_dropout: float | list = 0.0,
+        subgoal_embedding: str = "none",
         encoder_kwargs: dict | None = None,
     ) -> None:
         super().__init__()
         self.encoder = make_encoder(encoder, obs_shape, feature_dim, **(encoder_kwargs or {}))
         self.env_embedding = nn.Embedding(num_envs, embedding_dim)
         self.task_embedding = nn.Embedding(num_tasks, embedding_dim)
+        self.subgoal_mode = subgoal_embedding
+        self.subgoals = (
+            SubgoalEmbedding(num_tasks, embedding_dim, obs_shape) if subgoal_embedding != "none" else None
+        )
         # The probability that a training state's environment is hidden (`hide_envs`), now, and
         # the embedding of the unknown environment (drawn like an embedding row), where any is.
         schedule = isinstance(env_dropout, (list, tuple))
@@ -165,14 +175,31 @@ class SynPoNetwork(nn.Module):
         hidden = torch.rand(env_id.shape, device=env_id.device) < self.env_dropout
         return env_id.masked_fill(hidden, UNKNOWN_ENV)
 
-    def coefficients(self, env_id: torch.Tensor, task_id: torch.Tensor) -> torch.Tensor:
-        """[e_task; e_env] for every row (the input of alpha and beta)."""
-        return torch.cat([self.embed(self.task_embedding, task_id), self.env_rows(env_id)], dim=-1)
+    def task_rows(self, task_id: torch.Tensor, phase: torch.Tensor | None = None) -> torch.Tensor:
+        """The task's input to alpha and beta: e_task, with ``subgoal_embedding`` the embedding of
+        the colour it goes for in ``phase`` (0: its first, 1: its second) added or instead."""
+        if self.subgoals is None:
+            return self.embed(self.task_embedding, task_id)
+        subgoal = self.embed(self.subgoals.table, self.subgoals.colours(task_id, phase))
+        if self.subgoal_mode == "replace":
+            return subgoal
+        return self.embed(self.task_embedding, task_id) + subgoal
+
+    def coefficients(
+        self, env_id: torch.Tensor, task_id: torch.Tensor, phase: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """[task row; e_env] for every row (the input of alpha and beta)."""
+        return torch.cat([self.task_rows(task_id, phase), self.env_rows(env_id)], dim=-1)
 
     def forward(self, obs: torch.Tensor, env_id: torch.Tensor, task_id: torch.Tensor) -> SynPoOutputs:
         psi = self.encoder(obs)
         env_id = self.hide_envs(env_id)
-        embeddings = self.coefficients(env_id, task_id)
+        extras = {}
+        phase = None
+        if self.subgoals is not None:
+            extras[REMAINING_COLOURS] = read_remaining_colours(obs)
+            phase = self.subgoals.phases(task_id, extras[REMAINING_COLOURS])
+        embeddings = self.coefficients(env_id, task_id, phase)
         sa = torch.einsum("nf,afk->nak", psi, self.basis)
         coefficient_inputs = self.coefficient_dropout(embeddings)
         logits = torch.einsum("nak,nk->na", sa, self.alpha(coefficient_inputs)) + self.policy_bias
@@ -180,23 +207,38 @@ class SynPoNetwork(nn.Module):
         value = self.value_head(torch.cat([psi, embeddings], dim=-1).detach()).squeeze(
             -1
         )  # reads the features, never trains them (SynPoOutputs.value)
-        extras = {CONDITIONED_ENV_ID: env_id} if self.unknown_env is not None else {}
+        if self.unknown_env is not None:
+            extras[CONDITIONED_ENV_ID] = env_id
         return SynPoOutputs(logits=logits, reward=reward, sa_features=sa, value=value, extras=extras)
 
     def pair_coefficients(self, device: torch.device | str | None = None) -> torch.Tensor:
         """(E, T, K): alpha of every (env, task) pair (one coefficient pass per pair); with
         ``env_dropout`` (E + 1, T, K), the unknown environment last, so that indexing with
-        `UNKNOWN_ENV` (-1) selects it."""
+        `UNKNOWN_ENV` (-1) selects it. With ``subgoal_embedding`` (E, T, 2, K): each task going
+        for its first colour, then for its second."""
         envs, tasks = pair_grid(self.env_embedding.num_embeddings, self.task_embedding.num_embeddings, device)
         if self.unknown_env is not None:
             envs = torch.cat([envs, torch.full_like(envs[:1], UNKNOWN_ENV)])
             tasks = torch.cat([tasks, tasks[:1]])
-        return self.alpha(self.coefficient_dropout(self.coefficients(envs, tasks)))
+        if self.subgoals is None:
+            return self.alpha(self.coefficient_dropout(self.coefficients(envs, tasks)))
+        phases = [torch.full_like(tasks, phase) for phase in (0, 1)]
+        return torch.stack(
+            [self.alpha(self.coefficient_dropout(self.coefficients(envs, tasks, phase))) for phase in phases],
+            dim=2,
+        )
 
-    def task_logits(self, sa_features: torch.Tensor, env_id: torch.Tensor) -> torch.Tensor:
+    def task_logits(
+        self, sa_features: torch.Tensor, env_id: torch.Tensor, remaining_colours: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """(N, T, A): the policy logits of every task in each row's environment (the ids the
-        outputs were conditioned on), from the state-action features of `forward`."""
+        outputs were conditioned on), from the state-action features of `forward` (and, with
+        ``subgoal_embedding``, its `REMAINING_COLOURS`, which set each task's subgoal)."""
         alpha = self.pair_coefficients(env_id.device)[env_id]
+        if self.subgoals is not None:
+            tasks = torch.arange(alpha.shape[1], device=env_id.device).expand(len(env_id), -1)
+            phase = self.subgoals.phases(tasks, remaining_colours)  # (N, T)
+            alpha = alpha.gather(2, phase[:, :, None, None].expand(-1, -1, 1, alpha.shape[-1])).squeeze(2)
         return torch.einsum("nak,ntk->nta", sa_features, alpha) + self.policy_bias
 
     def disentangle_scores(self, sa_taken: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

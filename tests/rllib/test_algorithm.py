@@ -196,8 +196,11 @@ def test_every_collection_brings_new_episodes(ray_session):
         algo.stop()
 
 
-def test_one_iteration_with_relabelled_seen_tasks_and_state_batches(ray_session):
-    algo = tiny_config(relabel_seen_tasks=True, states_per_update=32).build_algo()
+@pytest.mark.parametrize("subgoal_embedding", ["none", "add"])
+def test_one_iteration_with_relabelled_seen_tasks_and_state_batches(ray_session, subgoal_embedding):
+    config = tiny_config(relabel_seen_tasks=True, states_per_update=32)
+    config.rl_module(model_config={**config.model_config, "subgoal_embedding": subgoal_embedding})
+    algo = config.build_algo()
     try:
         result = algo.train()
         assert np.isfinite(result["learners"]["synpo"]["policy_loss"])
@@ -467,4 +470,12 @@ def test_unknown_model_config_key_is_named():
     config = tiny_config()
     config.rl_module(model_config={**config.model_config, "colour": 1})
     with pytest.raises(ValueError, match="colour"):
+        config.validate()
+
+
+def test_subgoal_embedding_refuses_frames_with_an_agent_channel():
+    config = tiny_config()
+    config.rl_module(model_config={**config.model_config, "subgoal_embedding": "add"})
+    config.environment(env_config={"num_slots": 4, "gridworld": {"agent_channel": True}})
+    with pytest.raises(ValueError, match="subgoal_embedding 'add' reads RGB frames; .* agent_channel: true"):
         config.validate()

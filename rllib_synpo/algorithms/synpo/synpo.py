@@ -297,6 +297,12 @@ class SynPoConfig(AlgorithmConfig):
             )
         if self.env == THOR_PAIRS_ENV_NAME:
             self._validate_thor(split)
+        subgoal = self.model_config.get("subgoal_embedding", "none")
+        if subgoal != "none" and self.env_config.get("gridworld", {}).get("agent_channel"):
+            self._value_error(
+                f"model_config subgoal_embedding {subgoal!r} reads RGB frames; it does not work with "
+                "env_config gridworld agent_channel: true"
+            )
         # The env runners' pair env samples the split's seen pairs with the expert.
         self.env_config = {
             **self.env_config,
