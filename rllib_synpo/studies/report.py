@@ -366,12 +366,15 @@ def label_keys(grids: Sequence[dict[str, Any]], varying: Sequence[str]) -> list[
     """The varying keys a label needs. Keys under one top-level config key (one grid over whole
     dicts, such as model configs that vary "network" and options only some networks take) are
     thinned: from the last one back, a key is dropped while that config key's values stay told
-    apart without it, so "network" alone names such groups. Other keys are all kept."""
+    apart without it and every group keeps a value to show, so "network" alone names such
+    groups. Other keys are all kept."""
     kept = list(varying)
     for key in reversed(varying):
         family = [k for k in kept if top_level(k) == top_level(key)]
         fewer = [k for k in family if k != key]
-        if len({signature(g, fewer) for g in grids}) == len({signature(g, family) for g in grids}):
+        told_apart = len({signature(g, fewer) for g in grids}) == len({signature(g, family) for g in grids})
+        shown = all(any(k in g for k in fewer) for g in grids if any(k in g for k in family))
+        if told_apart and shown:
             kept.remove(key)
     return kept
 

@@ -530,6 +530,16 @@ def test_a_grid_over_whole_model_configs_is_labelled_by_what_tells_the_groups_ap
     assert labels["t1_0"] == labels["t1_1"]
 
 
+def test_model_configs_that_each_set_a_different_option_are_labelled_by_their_own_option():
+    base = {"network": "synpo", "normalize_embeddings": True}
+    configs = [{**base, "basis_dim": 32}, {**base, "coefficient_dropout": 0.25}]
+    trials = [
+        report.Trial(f"t{i}", "TERMINATED", None, report.flatten({"_model_config": c, "seed": 0}), {})
+        for i, c in enumerate(configs)
+    ]
+    assert report.group_labels(trials, "screen") == {"t0": "basis_dim=32", "t1": "coefficient_dropout=0.25"}
+
+
 def test_importing_the_module_loads_neither_ray_nor_matplotlib():
     probe = (
         "import sys, rllib_synpo.studies.report; "
