@@ -17,6 +17,7 @@ import socket
 import sys
 from pathlib import Path
 
+from rllib_synpo.checkpoint import atomic_write
 from rllib_synpo.cli.errors import UsageError, check_output_folder, first_line
 from rllib_synpo.cli.experiments import check_stop, experiment_config, load_experiments, needed_cpus
 
@@ -260,9 +261,7 @@ def _forget_decisions_on_failed_trials(experiment_folder: Path) -> None:
             continue
         for key in pending:
             runner[key] = {}
-        temporary = state_file.with_name(state_file.name + ".tmp")
-        temporary.write_text(json.dumps(state))
-        os.replace(temporary, state_file)
+        atomic_write(state_file, json.dumps(state))
 
 
 def _trial_failure_without_traceback(record: logging.LogRecord) -> bool:
