@@ -66,17 +66,40 @@ CPU_SETTINGS = {"num_env_runners": 0, "num_cpus_for_main_process": 1, "num_cpus_
 EXPERIMENTS_EXPECTED = "expected a mapping of experiment names to {run, env, stop, config}"
 
 
-def load_experiments(path: str | os.PathLike, *, local_ray: bool = True) -> dict[str, dict]:
+def load_experiments(
+    path: str | os.PathLike, *, local_ray: bool = True, config_override: dict | None = None
+) -> dict[str, dict]:
     """The experiments of a YAML file, each checked; ``local_ray``: the trials run on this
-    machine, so the THOR build they would launch is checked too (a cluster's nodes have their own)."""
+    machine, so the THOR build they would launch is checked too (a cluster's nodes have their own).
+    ``config_override`` (``rllib train file --config``) is merged into every experiment's config
+    (`merged_config`) before the checks."""
     path = Path(path)
     experiments = _parse_yaml(path, _read_experiment_file(path))
     if not isinstance(experiments, dict) or not experiments:
         kind = _kind(experiments)
         raise UsageError(f"experiment file {str(path)!r} holds {kind}: {EXPERIMENTS_EXPECTED}")
+    source = f"{path} with --config" if config_override else str(path)
     for name, spec in experiments.items():
-        _check_experiment(path, name, spec, local_ray=local_ray)
+        if config_override and isinstance(spec, dict) and isinstance(spec.get("config") or {}, dict):
+            spec["config"] = merged_config(spec.get("config") or {}, config_override)
+        _check_experiment(source, name, spec, local_ray=local_ray)
     return experiments
+
+
+def merged_config(config: dict, override: dict) -> dict:
+    """``config`` with ``override``'s settings (keys as in `experiment_config`): a mapping merges
+    into a mapping key by key; any other value, a search space such as ``{grid_search: [...]}``
+    included, replaces the setting (so a study's grid can be cut to some of its values)."""
+    merged = {CONFIG_ALIASES.get(key, key): value for key, value in config.items()}
+    for key, value in override.items():
+        key = CONFIG_ALIASES.get(key, key)
+        old = merged.get(key)
+        mergeable = isinstance(value, dict) and isinstance(old, dict)
+        if mergeable and not _is_tune_search(value) and not _is_tune_search(old):
+            merged[key] = merged_config(old, value)
+        else:
+            merged[key] = value
+    return merged
 
 
 def _read_experiment_file(path: Path) -> str:
@@ -117,8 +140,8 @@ def _kind(value: Any) -> str:
     return name if name.startswith("the ") else f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
 
 
-def _check_experiment(path: Path, name: str, spec: Any, *, local_ray: bool) -> None:
-    where = f"{path}: experiment {name!r}"
+def _check_experiment(source: str, name: str, spec: Any, *, local_ray: bool) -> None:
+    where = f"{source}: experiment {name!r}"
     _check_experiment_keys(where, spec)
     _check_tune_settings(where, spec)
     algo_class = algorithm_class(spec["run"], where)

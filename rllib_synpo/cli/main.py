@@ -1,7 +1,7 @@
 """The ``rllib`` command (current Ray ships none): classic RLlib experiment files through Ray
 Tune, and SynPo evaluation.
 
-    rllib train file tuned_examples/synpo_gridworld.yaml [--stop '{"training_iteration": 5}']
+    rllib train file tuned_examples/synpo_gridworld.yaml [--config '{"seed": 1}'] [--stop JSON] [--resume]
     rllib evaluate CHECKPOINT|EXPERIMENT_DIR [--episodes-per-pair 100] [--pairs seen|unseen|all] [--out DIR]
     rllib report EXPERIMENT_DIR [--out DIR]
     rllib synpo adapt CHECKPOINT --setting 2|3 [--new-maze FILE ...] [--iterations 10000] [--out DIR]
@@ -70,6 +70,11 @@ def _add_train(verbs) -> None:
     train_how = train.add_subparsers(dest="how", required=True)
     file = train_how.add_parser("file", help="run a classic RLlib YAML experiment file through Ray Tune")
     file.add_argument("experiment", help="YAML file: {name: {run, env, stop, config}}")
+    file.add_argument(
+        "--config",
+        help="JSON settings merged into every experiment's config: a mapping merges key by key, any "
+        'other value (a grid_search too) replaces the file\'s, e.g. \'{"seed": {"grid_search": [0]}}\'',
+    )
     file.add_argument(
         "--stop", help="JSON stop criteria replacing the file's, e.g. '{\"training_iteration\": 2}'"
     )

@@ -1,7 +1,8 @@
 """``rllib train file``: the experiments of a YAML file through Ray Tune, on a local Ray of its
 own or on a cluster (``--address`` / ``RAY_ADDRESS``), one experiment after another (the trials
 of each side by side as Ray's resources allow). Everything the command can check is
-checked before Ray starts: the file (`load_experiments`), ``--stop``, the storage folders, and
+checked before Ray starts: the file with ``--config`` merged in (`load_experiments`), ``--stop``,
+the storage folders, and
 that a cluster's address answers (Ray itself would retry an unreachable one for minutes)."""
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ LOCAL_ADDRESSES = (None, "local")
 ADDRESS_CHECK_TIMEOUT_S = 5.0
 ADDRESS_EXPECTED = "expected the address of a running Ray head node (`ray start --head` prints it)"
 STOP_EXAMPLE = """'{"training_iteration": 10}'"""
+CONFIG_EXAMPLE = """'{"seed": 0}'"""
 # What the progress rows show for SynPo and SynPoPPO trials (result key: column), besides the
 # trial's name, status and the grid's parameters.
 SYNPO_PROGRESS_COLUMNS = {
@@ -50,9 +52,10 @@ def train_file(args: argparse.Namespace) -> int:
     from ray.tune.error import TuneError
 
     stop_override = parse_stop(args.stop) if args.stop is not None else None
+    config_override = parse_config(args.config) if args.config is not None else None
     address, address_source = ray_address(args.address)
     local_ray = address in LOCAL_ADDRESSES
-    experiments = load_experiments(args.experiment, local_ray=local_ray)
+    experiments = load_experiments(args.experiment, local_ray=local_ray, config_override=config_override)
     for name, spec in experiments.items():
         if stop_override is not None:
             spec["stop"] = stop_override
@@ -154,15 +157,26 @@ def progress_reporter(experiments: dict):
 
 def parse_stop(text: str) -> dict:
     """``--stop``: a JSON object of stop criteria."""
-    expected = f"expected a JSON object of result names to numbers, e.g. {STOP_EXAMPLE}"
+    stop = _json_object("--stop", text, f"result names to numbers, e.g. {STOP_EXAMPLE}")
+    return check_stop(stop, "--stop", example=STOP_EXAMPLE)
+
+
+def parse_config(text: str) -> dict:
+    """``--config``: a JSON object of settings merged into every experiment's config (the
+    settings themselves are checked with the file's)."""
+    return _json_object("--config", text, f"config settings, e.g. {CONFIG_EXAMPLE}")
+
+
+def _json_object(flag: str, text: str, what: str) -> dict:
+    expected = f"expected a JSON object of {what}"
     try:
-        stop = json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as err:
         problem = f"is not valid JSON ({err.msg} at column {err.colno})"
-        raise UsageError(f"--stop {text!r} {problem}: {expected}") from None
-    if not isinstance(stop, dict):
-        raise UsageError(f"--stop {text!r} holds a JSON {type(stop).__name__}: {expected}")
-    return check_stop(stop, "--stop", example=STOP_EXAMPLE)
+        raise UsageError(f"{flag} {text!r} {problem}: {expected}") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"{flag} {text!r} holds a JSON {type(value).__name__}: {expected}")
+    return value
 
 
 def _storage_choice(args: argparse.Namespace, name: str, spec: dict) -> tuple[str, str]:
@@ -286,7 +300,12 @@ def _reached_stop(trial) -> bool:
 
 def _resume_command(args: argparse.Namespace) -> str:
     words = ["rllib", "train", "file", args.experiment]
-    options = (("--stop", args.stop), ("--address", args.address), ("--storage-path", args.storage_path))
+    options = (
+        ("--config", args.config),
+        ("--stop", args.stop),
+        ("--address", args.address),
+        ("--storage-path", args.storage_path),
+    )
     for flag, value in options:
         if value:
             words += [flag, value]

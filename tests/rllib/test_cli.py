@@ -95,9 +95,15 @@ def _train_until_checkpoints(
 @pytest.mark.timeout(900)
 def test_train_file_then_evaluate(tmp_path):
     storage = tmp_path / "results"
-    out = _run("train", "file", str(_experiment(tmp_path)), "--storage-path", str(storage))
+    override = json.dumps({"seed": 3, "env_config": {"gridworld": {"max_steps": 50}}})
+    out = _run(
+        "train", "file", str(_experiment(tmp_path)), "--storage-path", str(storage), "--config", override
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "stopped before their stop criteria" not in out.stdout  # it ran to its stop
+    (params,) = storage.glob("tiny/*/params.json")
+    params = json.loads(params.read_text())  # --config merged into the file's config
+    assert params["seed"] == 3 and params["env_config"] == {"num_slots": 4, "gridworld": {"max_steps": 50}}
     evaluation = tmp_path / "eval"
     out = _run(
         "evaluate",
@@ -403,6 +409,16 @@ def test_tuned_examples_are_valid(path):
 
     experiments = load_experiments(path)
     assert all(spec["run"] == "SynPo" for spec in experiments.values())
+
+
+def test_the_resume_command_repeats_the_options_of_the_run():
+    from argparse import Namespace
+
+    from rllib_synpo.cli.train import _resume_command
+
+    args = Namespace(experiment="x.yaml", config='{"seed": 0}', stop=None, address=None, storage_path="runs")
+    expected = """rllib train file x.yaml --config '{"seed": 0}' --storage-path runs --resume"""
+    assert _resume_command(args) == expected
 
 
 def test_storage_paths_are_made_absolute_and_uris_kept():

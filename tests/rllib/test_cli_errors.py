@@ -198,6 +198,19 @@ def test_bad_stop_criteria(tmp_path, stop, fragment):
     _one_error_line(_rllib("train", "file", str(_experiment_file(tmp_path)), "--stop", stop), fragment)
 
 
+@pytest.mark.parametrize(
+    "config, fragment",
+    [
+        ("{seed: 2}", "--config '{seed: 2}' is not valid JSON (Expecting property"),
+        ("[1]", "--config '[1]' holds a JSON list: expected a JSON object of config settings"),
+        ('{"lrr": 1}', "with --config: experiment 'tiny': unknown config key(s) ['lrr'] for SynPo"),
+        ('{"seed": {"grid_search": [0, -1]}}', "with --config: experiment 'tiny' (grid seed=-1): `seed`"),
+    ],
+)
+def test_bad_config_overrides(tmp_path, config, fragment):
+    _one_error_line(_rllib("train", "file", str(_experiment_file(tmp_path)), "--config", config), fragment)
+
+
 def test_a_storage_path_under_a_file(tmp_path):
     (tmp_path / "a_file").write_text("")
     storage = str(tmp_path / "a_file" / "runs")
@@ -400,6 +413,22 @@ def test_mazes_and_split_must_agree(tmp_path):
     assert "env_config.gridworld.mazes holds 3 mazes, but the split has pairs of environment 19" in line
     split = {"random": {"num_envs": 3, "num_seen": 20, "min_per_task": 1}}
     assert load_experiments(_experiment_file(tmp_path, env_config=_gridworld(mazes=str(folder)), split=split))
+
+
+def test_config_override_merges_mappings_and_replaces_grids(tmp_path):
+    from rllib_synpo.cli.experiments import grid_variants, load_experiments
+
+    path = _experiment_file(
+        tmp_path, seed={"grid_search": [0, 1, 2]}, lr={"grid_search": [1e-3, 1e-4]}, l3=0.5
+    )
+    override = {"seed": {"grid_search": [1]}, "lr": 1e-2, "model_config": {"feature_dim": 8}}
+    (spec,) = load_experiments(path, config_override=override).values()
+    config = spec["config"]
+    assert config["seed"] == {"grid_search": [1]} and config["lr"] == 1e-2 and config["l3"] == 0.5
+    assert config["_model_config"] == {**TINY_MODEL, "feature_dim": 8} and "model_config" not in config
+    assert len(grid_variants(config)) == 1  # the file's 3 x 2 grid cut to one trial
+    (untouched,) = load_experiments(path).values()
+    assert len(grid_variants(untouched["config"])) == 6
 
 
 @pytest.mark.parametrize(
