@@ -67,17 +67,29 @@ EXPERIMENTS_EXPECTED = "expected a mapping of experiment names to {run, env, sto
 
 
 def load_experiments(
-    path: str | os.PathLike, *, local_ray: bool = True, config_override: dict | None = None
+    path: str | os.PathLike,
+    *,
+    local_ray: bool = True,
+    config_override: dict | None = None,
+    names: list[str] | None = None,
 ) -> dict[str, dict]:
     """The experiments of a YAML file, each checked; ``local_ray``: the trials run on this
     machine, so the THOR build they would launch is checked too (a cluster's nodes have their own).
     ``config_override`` (``rllib train file --config``) is merged into every experiment's config
-    (`merged_config`) before the checks."""
+    (`merged_config`) before the checks; ``names`` (``--experiment``) keeps only those experiments."""
     path = Path(path)
     experiments = _parse_yaml(path, _read_experiment_file(path))
     if not isinstance(experiments, dict) or not experiments:
         kind = _kind(experiments)
         raise UsageError(f"experiment file {str(path)!r} holds {kind}: {EXPERIMENTS_EXPECTED}")
+    if names:
+        unknown = [name for name in names if name not in experiments]
+        if unknown:
+            raise UsageError(
+                f"--experiment {unknown[0]!r}: {str(path)!r} holds no such experiment; "
+                f"expected one of {[str(name) for name in experiments]}"
+            )
+        experiments = {name: spec for name, spec in experiments.items() if name in names}
     source = f"{path} with --config" if config_override else str(path)
     for name, spec in experiments.items():
         if config_override and isinstance(spec, dict) and isinstance(spec.get("config") or {}, dict):

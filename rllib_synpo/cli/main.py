@@ -71,6 +71,13 @@ def _add_train(verbs) -> None:
     file = train_how.add_parser("file", help="run a classic RLlib YAML experiment file through Ray Tune")
     file.add_argument("experiment", help="YAML file: {name: {run, env, stop, config}}")
     file.add_argument(
+        "--experiment",
+        dest="experiment_names",
+        action="append",
+        metavar="NAME",
+        help="run only this experiment of the file (repeatable; default: all, one after another)",
+    )
+    file.add_argument(
         "--config",
         help="JSON settings merged into every experiment's config: a mapping merges key by key, any "
         'other value (a grid_search too) replaces the file\'s, e.g. \'{"seed": {"grid_search": [0]}}\'',

@@ -55,7 +55,9 @@ def train_file(args: argparse.Namespace) -> int:
     config_override = parse_config(args.config) if args.config is not None else None
     address, address_source = ray_address(args.address)
     local_ray = address in LOCAL_ADDRESSES
-    experiments = load_experiments(args.experiment, local_ray=local_ray, config_override=config_override)
+    experiments = load_experiments(
+        args.experiment, local_ray=local_ray, config_override=config_override, names=args.experiment_names
+    )
     for name, spec in experiments.items():
         if stop_override is not None:
             spec["stop"] = stop_override
@@ -300,6 +302,8 @@ def _reached_stop(trial) -> bool:
 
 def _resume_command(args: argparse.Namespace) -> str:
     words = ["rllib", "train", "file", args.experiment]
+    for name in args.experiment_names or []:
+        words += ["--experiment", name]
     options = (
         ("--config", args.config),
         ("--stop", args.stop),

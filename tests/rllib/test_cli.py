@@ -416,8 +416,17 @@ def test_the_resume_command_repeats_the_options_of_the_run():
 
     from rllib_synpo.cli.train import _resume_command
 
-    args = Namespace(experiment="x.yaml", config='{"seed": 0}', stop=None, address=None, storage_path="runs")
-    expected = """rllib train file x.yaml --config '{"seed": 0}' --storage-path runs --resume"""
+    args = Namespace(
+        experiment="x.yaml",
+        experiment_names=["b"],
+        config='{"seed": 0}',
+        stop=None,
+        address=None,
+        storage_path="runs",
+    )
+    expected = (
+        """rllib train file x.yaml --experiment b --config '{"seed": 0}' --storage-path runs --resume"""
+    )
     assert _resume_command(args) == expected
 
 

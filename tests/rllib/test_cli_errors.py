@@ -211,6 +211,12 @@ def test_bad_config_overrides(tmp_path, config, fragment):
     _one_error_line(_rllib("train", "file", str(_experiment_file(tmp_path)), "--config", config), fragment)
 
 
+def test_an_experiment_the_file_does_not_hold(tmp_path):
+    path = _experiment_file(tmp_path)
+    expected = f"--experiment 'tine': {str(path)!r} holds no such experiment; expected one of ['tiny']"
+    _one_error_line(_rllib("train", "file", str(path), "--experiment", "tine"), expected)
+
+
 def test_a_storage_path_under_a_file(tmp_path):
     (tmp_path / "a_file").write_text("")
     storage = str(tmp_path / "a_file" / "runs")
@@ -429,6 +435,17 @@ def test_config_override_merges_mappings_and_replaces_grids(tmp_path):
     assert len(grid_variants(config)) == 1  # the file's 3 x 2 grid cut to one trial
     (untouched,) = load_experiments(path).values()
     assert len(grid_variants(untouched["config"])) == 6
+
+
+def test_only_the_experiments_asked_for(tmp_path):
+    from rllib_synpo.cli.experiments import load_experiments
+
+    spec = {"run": "SynPo", "env": "synpo_pairs", "config": _tiny_config()}
+    path = tmp_path / "three.yaml"
+    path.write_text(yaml.safe_dump({"a": spec, "b": {**spec, "config": _tiny_config(seed=5)}, "c": spec}))
+    assert list(load_experiments(path)) == ["a", "b", "c"]
+    experiments = load_experiments(path, names=["c", "b"])
+    assert list(experiments) == ["b", "c"] and experiments["b"]["config"]["seed"] == 5  # the file's order
 
 
 @pytest.mark.parametrize(
