@@ -1,9 +1,9 @@
 """``rllib train file``: the experiments of a YAML file through Ray Tune, on a local Ray of its
 own or on a cluster (``--address`` / ``RAY_ADDRESS``), one experiment after another (the trials
-of each side by side as Ray's resources allow). Everything the command can check is
-checked before Ray starts: the file with ``--config`` merged in (`load_experiments`), ``--stop``,
-the storage folders, and
-that a cluster's address answers (Ray itself would retry an unreachable one for minutes)."""
+of each side by side as Ray's resources allow), or only those ``--experiment`` names. Everything
+the command can check is checked before Ray starts: the file with ``--config`` merged in
+(`load_experiments`), ``--stop``, the storage folders, and that a cluster's address answers (Ray
+itself would retry an unreachable one for minutes)."""
 
 from __future__ import annotations
 
