@@ -75,9 +75,9 @@ def check_model_config(model_config: dict[str, Any]) -> dict[str, Any]:
     if options["subgoal_embedding"] not in SUBGOAL_MODES:
         subgoal = options["subgoal_embedding"]
         raise ValueError(f"unknown subgoal_embedding {subgoal!r}; expected one of {list(SUBGOAL_MODES)}")
-    if not isinstance(options["normalize_embeddings"], bool):
-        normalize = options["normalize_embeddings"]
-        raise ValueError(f"normalize_embeddings must be true or false, got {normalize!r}")
+    for key in ("normalize_embeddings", "hidden_env_symmetries"):
+        if not isinstance(options[key], bool):
+            raise ValueError(f"{key} must be true or false, got {options[key]!r}")
     if checked["encoder"] not in ENCODERS:
         raise ValueError(f"unknown encoder {checked['encoder']!r}; expected one of {sorted(ENCODERS)}")
     network = checked["network"]
@@ -90,6 +90,12 @@ def check_model_config(model_config: dict[str, Any]) -> dict[str, Any]:
             raise ValueError(
                 f"model_config {key!r} applies to networks {list(OPTION_NETWORKS[key])} only, not {network!r}"
             )
+    dropout = options["env_dropout"]
+    hides = max(p for _, p in dropout) > 0 if isinstance(dropout, (list, tuple)) else dropout > 0
+    if options["hidden_env_symmetries"] and not hides:
+        raise ValueError(
+            f"hidden_env_symmetries transforms the states env_dropout hides; env_dropout is {dropout!r}"
+        )
     return checked
 
 

@@ -35,6 +35,7 @@ OPTION_DEFAULTS = {
     "normalize_embeddings": False,
     "env_dropout": 0.0,
     "subgoal_embedding": "none",
+    "hidden_env_symmetries": False,
 }
 COEFFICIENT_NETWORKS = ("synpo", "mtl")  # built on SynPo's coefficient functions
 OPTION_NETWORKS = {
@@ -44,6 +45,7 @@ OPTION_NETWORKS = {
     "normalize_embeddings": ("synpo", "mtl", "mlp", "sf", "sf_env"),
     "env_dropout": ("synpo",),
     "subgoal_embedding": ("synpo",),
+    "hidden_env_symmetries": ("synpo",),
 }
 LAYER_SIZE_KEYS = ("feature_dim", "embedding_dim", "basis_dim", "hidden_dim")
 

@@ -15,6 +15,9 @@ in an environment it cannot tell, the starting point adaptation can give a new o
 and `SynPoTorchLearner` sets the current probability before every update. Hiding from the first
 update can hold the network on the plateau where its policy reads neither the environment nor
 the task (results/transfer.md); a schedule that starts hiding later lets it leave that first.
+With ``hidden_env_symmetries`` (gridworld only) each hidden state is also seen rotated or
+mirrored (`rllib_synpo.networks.symmetries`), its state-action features mapped back to the
+original actions.
 
 With ``subgoal_embedding`` (not the paper's; gridworld only) the task's input to alpha and beta
 also carries the treasure colour the task goes for next (`rllib_synpo.networks.subgoals`):
@@ -32,6 +35,7 @@ from torch import nn
 from rllib_synpo.losses import CONDITIONED_ENV_ID, REMAINING_COLOURS, SYNPO_LOSS_TERMS
 from rllib_synpo.networks.encoders import make_encoder
 from rllib_synpo.networks.subgoals import SubgoalEmbedding, read_remaining_colours
+from rllib_synpo.networks.symmetries import HiddenEnvSymmetries
 
 UNKNOWN_ENV = -1  # the environment id of the unknown-environment embedding (``env_dropout``)
 
@@ -122,6 +126,7 @@ class SynPoNetwork(nn.Module):
         normalize_embeddings: bool = False,
         env_dropout: float | list = 0.0,
         subgoal_embedding: str = "none",
+        hidden_env_symmetries: bool = False,
         encoder_kwargs: dict | None = None,
     ) -> None:
         super().__init__()
@@ -138,6 +143,11 @@ class SynPoNetwork(nn.Module):
         probabilities = [p for _, p in env_dropout] if schedule else [env_dropout]
         self.env_dropout = float(probabilities[0])
         self.unknown_env = nn.Parameter(torch.randn(embedding_dim)) if max(probabilities) > 0 else None
+        if hidden_env_symmetries and self.unknown_env is None:
+            raise ValueError(
+                "hidden_env_symmetries transforms the states env_dropout hides; set env_dropout > 0"
+            )
+        self.symmetries = HiddenEnvSymmetries(obs_shape, num_actions) if hidden_env_symmetries else None
         # Dropout on [e_task; e_env] where it enters alpha and beta (training only; not the paper's).
         self.coefficient_dropout = nn.Dropout(coefficient_dropout)
         # Unit-length embeddings where they enter alpha and beta (`embedding_rows`).
@@ -192,8 +202,13 @@ class SynPoNetwork(nn.Module):
         return torch.cat([self.task_rows(task_id, phase), self.env_rows(env_id)], dim=-1)
 
     def forward(self, obs: torch.Tensor, env_id: torch.Tensor, task_id: torch.Tensor) -> SynPoOutputs:
-        psi = self.encoder(obs)
         env_id = self.hide_envs(env_id)
+        symmetry = None
+        if self.symmetries is not None and self.training:
+            symmetry = self.symmetries.draw(env_id == UNKNOWN_ENV)
+            psi = self.encoder(self.symmetries.frames(obs, symmetry))
+        else:
+            psi = self.encoder(obs)
         extras = {}
         phase = None
         if self.subgoals is not None:
@@ -201,6 +216,8 @@ class SynPoNetwork(nn.Module):
             phase = self.subgoals.phases(task_id, extras[REMAINING_COLOURS])
         embeddings = self.coefficients(env_id, task_id, phase)
         sa = torch.einsum("nf,afk->nak", psi, self.basis)
+        if symmetry is not None:
+            sa = self.symmetries.features_back(sa, symmetry)
         coefficient_inputs = self.coefficient_dropout(embeddings)
         logits = torch.einsum("nak,nk->na", sa, self.alpha(coefficient_inputs)) + self.policy_bias
         reward = torch.einsum("nak,nk->na", sa, self.beta(coefficient_inputs)) + self.reward_bias
