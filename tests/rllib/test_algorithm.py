@@ -49,7 +49,11 @@ def test_one_iteration_with_the_local_env_runner(ray_session):
 
 
 def test_an_env_dropout_schedule_moves_on_the_learning_rate_clock(ray_session):
-    config = tiny_config().rl_module(model_config={**TINY_MODEL, "env_dropout": [[0, 0.0], [10**6, 0.5]]})
+    # hidden_env_symmetries as well: the learner builds and updates that network too.
+    schedule = [[0, 0.0], [10**6, 0.5]]
+    config = tiny_config().rl_module(
+        model_config={**TINY_MODEL, "env_dropout": schedule, "hidden_env_symmetries": True}
+    )
     algo = config.build_algo()
 
     def probabilities():
