@@ -312,9 +312,27 @@ def _finished_trials(experiment: Path, iterations: int) -> list[Path]:
     return sorted(finished)
 
 
+def _terminated_trials(experiment: Path) -> list[Path]:
+    """The trial folders Tune's newest experiment state records as TERMINATED (a trial whose
+    last result is written but whose end Tune had not processed when it stopped is not)."""
+    (state,) = sorted(experiment.glob("experiment_state-*.json"))[-1:]
+    terminated = set()
+    for trial_json, _ in json.loads(state.read_text())["trial_data"]:
+        trial = json.loads(trial_json)
+        if trial["status"] == "TERMINATED":
+            terminated.add(trial["trial_id"])
+    return sorted(
+        path
+        for path in experiment.glob("*/result.json")
+        if any(f"_{trial_id}_" in path.parent.name for trial_id in terminated)  # Tune's folder names
+    )
+
+
 @pytest.mark.timeout(900)
 def test_a_study_interrupted_and_resumed_runs_no_finished_trial_again(tmp_path):
-    storage, iterations = tmp_path / "results", 30
+    # Long enough trials that a Ctrl-C sent when the first one ends lands before the last two
+    # (which start after the first two) can end.
+    storage, iterations = tmp_path / "results", 200
     study = _study(tmp_path, iterations)
     process = subprocess.Popen(
         [*RLLIB, "train", "file", str(study), "--storage-path", str(storage)],
@@ -332,10 +350,7 @@ def test_a_study_interrupted_and_resumed_runs_no_finished_trial_again(tmp_path):
     process.send_signal(signal.SIGINT)  # Ctrl-C, once a trial has finished
     process.wait(timeout=300)
     _kill_session(process.pid)
-    finished = {
-        trial: (trial / "result.json").read_text()
-        for trial in _finished_trials(storage / "study", iterations)
-    }
+    finished = {path.parent: path.read_text() for path in _terminated_trials(storage / "study")}
     assert 1 <= len(finished) < 4, f"the study was not interrupted mid-way ({len(finished)} trials finished)"
 
     out = _run("train", "file", str(study), "--storage-path", str(storage), "--resume")
