@@ -29,7 +29,7 @@ from rllib_synpo.losses import loss_inputs
 from rllib_synpo.networks import ENCODERS, NETWORKS, SynPoOutputs, make_network
 from rllib_synpo.networks.factory import OPTION_DEFAULTS, OPTION_NETWORKS
 from rllib_synpo.networks.subgoals import SUBGOAL_MODES
-from rllib_synpo.networks.synpo import COEFFICIENT_FUNCTIONS
+from rllib_synpo.networks.synpo import COEFFICIENT_FUNCTIONS, env_dropout_probabilities
 from rllib_synpo.utils.checks import DROPOUT, DROPOUT_OR_SCHEDULE, check_settings
 from rllib_synpo.utils.console import quiet_rllib_notices
 
@@ -91,8 +91,7 @@ def check_model_config(model_config: dict[str, Any]) -> dict[str, Any]:
                 f"model_config {key!r} applies to networks {list(OPTION_NETWORKS[key])} only, not {network!r}"
             )
     dropout = options["env_dropout"]
-    hides = max(p for _, p in dropout) > 0 if isinstance(dropout, (list, tuple)) else dropout > 0
-    if options["hidden_env_symmetries"] and not hides:
+    if options["hidden_env_symmetries"] and max(env_dropout_probabilities(dropout)) == 0:
         raise ValueError(
             f"hidden_env_symmetries transforms the states env_dropout hides; env_dropout is {dropout!r}"
         )

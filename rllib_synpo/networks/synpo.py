@@ -40,6 +40,14 @@ from rllib_synpo.networks.symmetries import HiddenEnvSymmetries
 UNKNOWN_ENV = -1  # the environment id of the unknown-environment embedding (``env_dropout``)
 
 
+def env_dropout_probabilities(env_dropout: float | list) -> list[float]:
+    """The probabilities ``env_dropout`` (a number, or a schedule ``[[t, p], ...]``) hides with,
+    the first one first."""
+    if isinstance(env_dropout, (list, tuple)):
+        return [float(p) for _, p in env_dropout]
+    return [float(env_dropout)]
+
+
 @dataclass
 class SynPoOutputs:
     logits: torch.Tensor  # (N, A)
@@ -139,9 +147,8 @@ class SynPoNetwork(nn.Module):
         )
         # The probability that a training state's environment is hidden (`hide_envs`), now, and
         # the embedding of the unknown environment (drawn like an embedding row), where any is.
-        schedule = isinstance(env_dropout, (list, tuple))
-        probabilities = [p for _, p in env_dropout] if schedule else [env_dropout]
-        self.env_dropout = float(probabilities[0])
+        probabilities = env_dropout_probabilities(env_dropout)
+        self.env_dropout = probabilities[0]
         self.unknown_env = nn.Parameter(torch.randn(embedding_dim)) if max(probabilities) > 0 else None
         if hidden_env_symmetries and self.unknown_env is None:
             raise ValueError(

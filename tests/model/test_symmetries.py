@@ -7,6 +7,7 @@ import torch
 from synpo_envs.gridworld.constants import AGENT_RGB, DOWN, LEFT, PICK_UP, RIGHT, UP
 from synpo_envs.gridworld.env import GridWorld
 
+from rllib_synpo.losses import CONDITIONED_ENV_ID
 from rllib_synpo.networks import SynPoNetwork
 from rllib_synpo.networks.symmetries import NUM_SYMMETRIES, action_permutations, transform
 from rllib_synpo.networks.synpo import UNKNOWN_ENV
@@ -72,7 +73,7 @@ def test_hidden_states_are_seen_transformed_and_their_features_mapped_back(monke
     wanted = torch.arange(n) % NUM_SYMMETRIES
     monkeypatch.setattr(net.symmetries, "draw", lambda hidden: torch.where(hidden, wanted, 0))
     out = net(obs, env_id, task_id)
-    conditioned = out.extras["conditioned_env_id"]
+    conditioned = out.extras[CONDITIONED_ENV_ID]
     hidden = conditioned == UNKNOWN_ENV
     assert 0 < int(hidden.sum()) < n
     net.eval()  # hides and transforms nothing; no BatchNorm in this encoder, so the same features
