@@ -6,9 +6,10 @@ covers is *new* (e.g. envs 10-19 and tasks 10-19 of a checkpoint trained on
 environments ``num_envs, num_envs + 1, ...``). New environments and tasks get fresh, seeded
 embedding rows (N(0, 1), `nn.Embedding`'s own initialization), or with ``new_env_rows:
 unknown`` each new environment starts from the network's unknown-environment embedding (a SynPo
-network trained with ``env_dropout``); every other parameter and buffer, and the old rows, stay
-frozen. Only the new rows learn, by imitation (the network's own loss terms) from one expert
-demonstration per pair of the setting's quadrants:
+network trained with ``env_dropout``); a network with wall maps (``maze_map``) also learns each
+new environment's map row, starting from the trained mazes' mean map. Every other parameter and
+buffer, and the old rows, stay frozen. Only the new rows learn, by imitation (the network's own
+loss terms) from one expert demonstration per pair of the setting's quadrants:
 
 - setting 2: the cross quadrants, (new env, old task) and (old env, new task);
 - setting 3: (new env, new task).
@@ -126,9 +127,10 @@ class NewIds:
     def is_new(self, pair: Pair) -> tuple[bool, bool]:
         return pair[0] in self.envs, pair[1] in self.tasks
 
-    def rows(self) -> dict[str, tuple[int, ...]]:
-        """The embedding rows that learn: the new environments' and the new tasks'."""
-        rows = {"env_embedding": self.envs, "task_embedding": self.tasks}
+    def rows(self, env_tables: Sequence[str] = ("env_embedding",)) -> dict[str, tuple[int, ...]]:
+        """The embedding rows that learn: the new environments' (in each of the network's
+        per-environment tables, `env_tables`) and the new tasks'."""
+        rows = {**{name: self.envs for name in env_tables}, "task_embedding": self.tasks}
         return {name: ids for name, ids in rows.items() if ids}
 
     def demonstrated_pairs(self, setting: int) -> list[Pair]:
@@ -179,6 +181,12 @@ def renew_embedding(
         fresh = torch.randn(num_rows, dim, generator=generator).to(grown.weight)
         grown.weight[mask] = fresh[mask]
     return grown, mask
+
+
+def env_tables(net: nn.Module) -> tuple[str, ...]:
+    """The network's per-environment embedding tables: e_env, and SynPo's wall maps
+    (``maze_map``)."""
+    return ("env_embedding",) + (("maze_map",) if getattr(net, "maze_map", None) is not None else ())
 
 
 def collect_demonstrations(pairs: Sequence[Pair], env_kwargs: dict, seed: int) -> dict[str, np.ndarray]:
@@ -353,14 +361,18 @@ def prepare(checkpoint: str | Path, config: AdaptConfig) -> Adaptation:
             "unknown-environment embedding"
         )
     generator = torch.Generator().manual_seed(config.seed)
-    for name, total in (("env_embedding", ids.num_envs), ("task_embedding", ids.num_tasks)):
-        rows = ids.rows().get(name)
-        if rows:
-            grown, new = renew_embedding(getattr(net, name), total, rows, generator)
+    tables = env_tables(net)
+    totals = {**{name: ids.num_envs for name in tables}, "task_embedding": ids.num_tasks}
+    trained_envs = [env for env in range(len(old_mazes)) if env not in ids.envs]
+    for name, rows in ids.rows(tables).items():
+        old = getattr(net, name)
+        grown, new = renew_embedding(old, totals[name], rows, generator)
+        with torch.no_grad():
             if name == "env_embedding" and config.new_env_rows == "unknown":
-                with torch.no_grad():
-                    grown.weight[new] = unknown.detach().to(grown.weight)
-            setattr(net, name, grown)
+                grown.weight[new] = unknown.detach().to(grown.weight)
+            if name == "maze_map":  # a new maze's map starts from the trained mazes' mean
+                grown.weight[new] = old.weight[trained_envs].detach().mean(0)
+        setattr(net, name, grown)
     return Adaptation(path, module, split, ids, demonstrated, {**gridworld, "mazes": old_mazes + added})
 
 
@@ -378,7 +390,9 @@ def adapt_checkpoint(
     a = prepare(checkpoint, config)
     ids, net = a.ids, a.module.net
     demos = collect_demonstrations(a.demonstrated, a.world, seed=config.seed)
-    log = learn_rows(a.module, ids.rows(), demos, a.world, config, split=a.split, progress=progress)
+    log = learn_rows(
+        a.module, ids.rows(env_tables(net)), demos, a.world, config, split=a.split, progress=progress
+    )
     every_pair = [(e, t) for e in range(ids.num_envs) for t in range(ids.num_tasks)]
     policy = torch_greedy_policy(net)
     results = evaluate(policy, every_pair, config.episodes_per_pair, seed=config.seed, env_kwargs=a.world)

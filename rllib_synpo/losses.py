@@ -25,6 +25,7 @@ ENV_DISENTANGLE_LOSS = "env_disentangle_loss"
 TASK_DISENTANGLE_LOSS = "task_disentangle_loss"
 SF_TD_LOSS = "sf_td_loss"
 SF_RECONSTRUCTION_LOSS = "sf_reconstruction_loss"
+MAZE_MAP_LOSS = "maze_map_loss"
 IMITATION_KL_LOSS = "imitation_kl_loss"
 TOTAL_LOSS = "total_loss"
 SYNPO_LOSS_TERMS = frozenset({POLICY_LOSS, REWARD_LOSS, ENV_DISENTANGLE_LOSS, TASK_DISENTANGLE_LOSS})
@@ -53,6 +54,12 @@ CONDITIONED_ENV_ID = "conditioned_env_id"
 # (N, colours) bool: which treasure colours remain, for networks whose policy reads the task's
 # subgoal (SynPo's ``subgoal_embedding``); `task_logits` sets each task's subgoal from it.
 REMAINING_COLOURS = "remaining_colours"
+# SynPo's ``maze_map``: (N, cells) the wall logits of each row's maze, and (N, cells) the walls the
+# newest frame shows (1 wall, 0 floor, `UNLABELLED_CELL` not shown), the target.
+MAZE_MAP_LOGITS = "maze_map_logits"
+SHOWN_WALLS = "shown_walls"
+UNLABELLED_CELL = -1.0
+MAZE_MAP_WEIGHT = 1.0
 
 
 def policy_loss(logits: torch.Tensor, expert_actions: torch.Tensor) -> torch.Tensor:
@@ -91,6 +98,13 @@ def kl_to_reference(reference_logits: torch.Tensor, logits: torch.Tensor) -> tor
     reference_log_probs = F.log_softmax(reference_logits, dim=-1)
     log_probs = F.log_softmax(logits, dim=-1)
     return (reference_log_probs.exp() * (reference_log_probs - log_probs)).sum(-1).mean()
+
+
+def maze_map_loss(logits: torch.Tensor, shown_walls: torch.Tensor) -> torch.Tensor:
+    """Binary cross-entropy of a maze's wall logits against the walls and floor a frame shows,
+    averaged over the cells it shows (``shown_walls`` != `UNLABELLED_CELL`)."""
+    shown = shown_walls != UNLABELLED_CELL
+    return F.binary_cross_entropy_with_logits(logits[shown].float(), shown_walls[shown].float())
 
 
 # --- successor features (Kulkarni et al. 2016) ---------------------------------------------
@@ -147,13 +161,14 @@ def sf_reconstruction_loss(reconstruction: torch.Tensor, observation: torch.Tens
 @dataclass(frozen=True)
 class LossWeights:
     """Weights of the terms besides the policy term (weight 1): the paper's l1, l2, l3 and
-    SF's TD and reconstruction terms."""
+    SF's TD and reconstruction terms and SynPo's ``maze_map`` term."""
 
     l1: float = 0.01  # reward
     l2: float = 0.1  # environment disentanglement
     l3: float = 0.001  # task disentanglement
     sf_td: float = SF_TD_WEIGHT
     sf_reconstruction: float = SF_RECONSTRUCTION_WEIGHT
+    maze_map: float = MAZE_MAP_WEIGHT
 
     def by_term(self) -> dict[str, float]:
         return {
@@ -163,6 +178,7 @@ class LossWeights:
             TASK_DISENTANGLE_LOSS: self.l3,
             SF_TD_LOSS: self.sf_td,
             SF_RECONSTRUCTION_LOSS: self.sf_reconstruction,
+            MAZE_MAP_LOSS: self.maze_map,
         }
 
 
@@ -262,6 +278,8 @@ def imitation_losses(
         terms[SF_RECONSTRUCTION_LOSS] = sf_reconstruction_loss(
             out.extras[RECONSTRUCTION], out.extras[OBSERVATION]
         )
+    if MAZE_MAP_LOSS in names:
+        terms[MAZE_MAP_LOSS] = maze_map_loss(out.extras[MAZE_MAP_LOGITS], out.extras[SHOWN_WALLS])
     if names & {ENV_DISENTANGLE_LOSS, TASK_DISENTANGLE_LOSS}:
         if ENV_SCORES in out.extras:
             env_scores, task_scores = out.extras[ENV_SCORES], out.extras[TASK_SCORES]

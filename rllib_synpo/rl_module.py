@@ -75,7 +75,7 @@ def check_model_config(model_config: dict[str, Any]) -> dict[str, Any]:
     if options["subgoal_embedding"] not in SUBGOAL_MODES:
         subgoal = options["subgoal_embedding"]
         raise ValueError(f"unknown subgoal_embedding {subgoal!r}; expected one of {list(SUBGOAL_MODES)}")
-    for key in ("normalize_embeddings", "hidden_env_symmetries"):
+    for key in ("normalize_embeddings", "hidden_env_symmetries", "maze_map"):
         if not isinstance(options[key], bool):
             raise ValueError(f"{key} must be true or false, got {options[key]!r}")
     if checked["encoder"] not in ENCODERS:

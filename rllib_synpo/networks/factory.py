@@ -36,6 +36,7 @@ OPTION_DEFAULTS = {
     "env_dropout": 0.0,
     "subgoal_embedding": "none",
     "hidden_env_symmetries": False,
+    "maze_map": False,
 }
 COEFFICIENT_NETWORKS = ("synpo", "mtl")  # built on SynPo's coefficient functions
 OPTION_NETWORKS = {
@@ -46,6 +47,7 @@ OPTION_NETWORKS = {
     "env_dropout": ("synpo",),
     "subgoal_embedding": ("synpo",),
     "hidden_env_symmetries": ("synpo",),
+    "maze_map": ("synpo",),
 }
 LAYER_SIZE_KEYS = ("feature_dim", "embedding_dim", "basis_dim", "hidden_dim")
 

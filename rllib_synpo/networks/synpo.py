@@ -19,6 +19,11 @@ With ``hidden_env_symmetries`` (gridworld only) each hidden state is also seen r
 mirrored (`rllib_synpo.networks.symmetries`), its state-action features mapped back to the
 original actions.
 
+With ``maze_map`` (not the paper's; gridworld only) each environment also has a wall map,
+learnt from the walls its frames show (the ``maze_map_loss`` term), which the encoder reads as
+one more input channel (`rllib_synpo.networks.maze_maps`); a state whose environment
+``env_dropout`` hides keeps its maze's map.
+
 With ``subgoal_embedding`` (not the paper's; gridworld only) the task's input to alpha and beta
 also carries the treasure colour the task goes for next (`rllib_synpo.networks.subgoals`):
 "add" sums its embedding with e_task, "replace" feeds it alone.
@@ -32,8 +37,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rllib_synpo.losses import CONDITIONED_ENV_ID, REMAINING_COLOURS, SYNPO_LOSS_TERMS
+from rllib_synpo.losses import (
+    CONDITIONED_ENV_ID,
+    MAZE_MAP_LOGITS,
+    MAZE_MAP_LOSS,
+    REMAINING_COLOURS,
+    SHOWN_WALLS,
+    SYNPO_LOSS_TERMS,
+)
 from rllib_synpo.networks.encoders import make_encoder
+from rllib_synpo.networks.maze_maps import MazeMapReader, maze_map_table
 from rllib_synpo.networks.subgoals import SubgoalEmbedding, read_remaining_colours
 from rllib_synpo.networks.symmetries import HiddenEnvSymmetries
 
@@ -135,9 +148,16 @@ class SynPoNetwork(nn.Module):
         env_dropout: float | list = 0.0,
         subgoal_embedding: str = "none",
         hidden_env_symmetries: bool = False,
+        maze_map: bool = False,
         encoder_kwargs: dict | None = None,
     ) -> None:
         super().__init__()
+        # The per-maze wall maps (an embedding of each environment, trained by maze_map_loss only).
+        self.maze_map = maze_map_table(num_envs) if maze_map else None
+        self.map_reader = MazeMapReader(obs_shape) if maze_map else None
+        if maze_map:
+            self.LOSS_TERMS = SYNPO_LOSS_TERMS | {MAZE_MAP_LOSS}
+            obs_shape = (obs_shape[0] + 1, *obs_shape[1:])  # the map: one more input channel
         self.encoder = make_encoder(encoder, obs_shape, feature_dim, **(encoder_kwargs or {}))
         self.env_embedding = nn.Embedding(num_envs, embedding_dim)
         self.task_embedding = nn.Embedding(num_tasks, embedding_dim)
@@ -209,14 +229,19 @@ class SynPoNetwork(nn.Module):
         return torch.cat([self.task_rows(task_id, phase), self.env_rows(env_id)], dim=-1)
 
     def forward(self, obs: torch.Tensor, env_id: torch.Tensor, task_id: torch.Tensor) -> SynPoOutputs:
+        extras = {}
+        encoder_input = obs
+        if self.maze_map is not None:  # the maze's map, also where env_dropout hides its identity
+            known = env_id != UNKNOWN_ENV  # an unknown maze's map knows nothing: logits 0
+            extras[MAZE_MAP_LOGITS] = self.maze_map(env_id.masked_fill(~known, 0)) * known.unsqueeze(-1)
+            extras[SHOWN_WALLS] = self.map_reader.shown_walls(obs)
+            encoder_input = self.map_reader.with_map(obs, extras[MAZE_MAP_LOGITS])
         env_id = self.hide_envs(env_id)
         symmetry = None
         if self.symmetries is not None and self.training:
             symmetry = self.symmetries.draw(env_id == UNKNOWN_ENV)
-            psi = self.encoder(self.symmetries.frames(obs, symmetry))
-        else:
-            psi = self.encoder(obs)
-        extras = {}
+            encoder_input = self.symmetries.frames(encoder_input, symmetry)
+        psi = self.encoder(encoder_input)
         phase = None
         if self.subgoals is not None:
             extras[REMAINING_COLOURS] = read_remaining_colours(obs)

@@ -144,6 +144,42 @@ def test_new_environments_can_start_from_the_unknown_environment(ray_session, ma
     assert torch.equal(new_maze, unknown_start(obs, torch.full_like(tasks, -1), tasks).logits)
 
 
+def test_a_new_mazes_wall_map_starts_from_the_trained_mean_and_learns(ray_session, maze_file, tmp_path):
+    """A network with wall maps (``maze_map``): adaptation grows the map table too; the new
+    maze's map row starts at the trained mazes' mean and learns, with the other new rows, from
+    the demonstrations, while every old row stays as it was."""
+    from synpo_envs.splits import Split
+
+    from rllib_synpo.adaptation import collect_demonstrations, learn_rows, prepare
+
+    seen = tuple((e, t) for e in range(20) for t in range(20) if t != NEW_TASK and e < 19)
+    config = tiny_config(split=Split(20, 20, seen, name="no_task_19_no_env_19"))
+    config.rl_module(model_config={**TINY_MODEL, "maze_map": True})
+    algo = config.build_algo()
+    try:
+        algo.train()
+        path = Path(algo.save_to_path(tmp_path / "ckpt"))
+    finally:
+        algo.stop()
+    adapt_config = _config(maze_file)
+    adaptation = prepare(path, adapt_config)
+    net = adaptation.module.net
+    assert adaptation.ids.envs == (19, 20)
+    rows = adaptation.ids.rows(("env_embedding", "maze_map"))
+    assert rows["maze_map"] == (19, 20)
+    before = net.maze_map.weight.detach().clone()
+    assert before.shape == (21, 256)
+    trained_mean = before[:19].mean(0)
+    assert before[:19].any()  # the P model's maps learnt
+    assert torch.equal(before[19], trained_mean) and torch.equal(before[20], trained_mean)
+    demos = collect_demonstrations(adaptation.demonstrated, adaptation.world, seed=0)
+    log = learn_rows(adaptation.module, rows, demos, adaptation.world, adapt_config, split=adaptation.split)
+    assert np.isfinite(log[-1]["maze_map_loss"])
+    after = adaptation.module.net.maze_map.weight.detach()
+    assert torch.equal(after[:19], before[:19])
+    assert not torch.equal(after[19], before[19]) and not torch.equal(after[20], before[20])
+
+
 def test_the_learner_trains_only_the_listed_rows():
     """`ADAPT_ROWS_KEY` on a hand-made batch: after updates only the listed rows differ; BatchNorm
     keeps its statistics (while the same learner without the key moves them)."""
