@@ -23,21 +23,29 @@ EMBEDDINGS = ("net.env_embedding.weight", "net.task_embedding.weight")
 MODULE_PATH = Path("learner_group") / "learner" / "rl_module" / "synpo"  # in an algorithm checkpoint
 
 
+def _trained_checkpoint(path: Path, model_config: dict, seen, name: str) -> Path:
+    """A tiny SynPo of ``model_config`` trained one iteration on the ``seen`` pairs, saved at
+    ``path``."""
+    from synpo_envs.splits import Split
+
+    config = tiny_config(split=Split(20, 20, tuple(seen), name=name))
+    config.rl_module(model_config=model_config)
+    algo = config.build_algo()
+    try:
+        algo.train()
+        return Path(algo.save_to_path(path))
+    finally:
+        algo.stop()
+
+
 @pytest.fixture(scope="module")
 def checkpoint(ray_session, tmp_path_factory) -> Path:
     """Tiny SynPo (with BatchNorm, whose running statistics must not move) trained on every
     pair but task 19's (so task 19 is new)."""
-    from synpo_envs.splits import Split
-
-    seen = tuple((e, t) for e in range(20) for t in range(20) if t != NEW_TASK)
-    config = tiny_config(split=Split(20, 20, seen, name="no_task_19"))
-    config.rl_module(model_config=dict(BATCH_NORM_MODEL))
-    algo = config.build_algo()
-    try:
-        algo.train()
-        return Path(algo.save_to_path(tmp_path_factory.mktemp("imitation") / "ckpt"))
-    finally:
-        algo.stop()
+    seen = [(e, t) for e in range(20) for t in range(20) if t != NEW_TASK]
+    return _trained_checkpoint(
+        tmp_path_factory.mktemp("imitation") / "ckpt", dict(BATCH_NORM_MODEL), seen, "no_task_19"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -116,19 +124,11 @@ def test_new_environments_can_start_from_the_unknown_environment(ray_session, ma
     """A network trained with env_dropout: ``new_env_rows: unknown`` starts each new
     environment's row at its unknown-environment embedding, where its policy is the one it
     learnt for environments it cannot tell."""
-    from synpo_envs.splits import Split
-
     from rllib_synpo.adaptation import collect_demonstrations, prepare
 
-    seen = tuple((e, t) for e in range(20) for t in range(20) if t != NEW_TASK)
-    config = tiny_config(split=Split(20, 20, seen, name="no_task_19"))
-    config.rl_module(model_config={**TINY_MODEL, "normalize_embeddings": True, "env_dropout": 0.5})
-    algo = config.build_algo()
-    try:
-        algo.train()
-        path = Path(algo.save_to_path(tmp_path / "ckpt"))
-    finally:
-        algo.stop()
+    seen = [(e, t) for e in range(20) for t in range(20) if t != NEW_TASK]
+    model_config = {**TINY_MODEL, "normalize_embeddings": True, "env_dropout": 0.5}
+    path = _trained_checkpoint(tmp_path / "ckpt", model_config, seen, "no_task_19")
     random_start = prepare(path, _config(maze_file)).module.net
     adaptation = prepare(path, _config(maze_file, new_env_rows="unknown"))
     unknown_start = adaptation.module.net
@@ -148,19 +148,12 @@ def test_a_new_mazes_wall_map_starts_from_the_trained_mean_and_learns(ray_sessio
     """A network with wall maps (``maze_map``): adaptation grows the map table too; the new
     maze's map row starts at the trained mazes' mean and learns, with the other new rows, from
     the demonstrations, while every old row stays as it was."""
-    from synpo_envs.splits import Split
-
     from rllib_synpo.adaptation import collect_demonstrations, learn_rows, prepare
 
-    seen = tuple((e, t) for e in range(20) for t in range(20) if t != NEW_TASK and e < 19)
-    config = tiny_config(split=Split(20, 20, seen, name="no_task_19_no_env_19"))
-    config.rl_module(model_config={**TINY_MODEL, "maze_map": True})
-    algo = config.build_algo()
-    try:
-        algo.train()
-        path = Path(algo.save_to_path(tmp_path / "ckpt"))
-    finally:
-        algo.stop()
+    seen = [(e, t) for e in range(19) for t in range(20) if t != NEW_TASK]
+    path = _trained_checkpoint(
+        tmp_path / "ckpt", {**TINY_MODEL, "maze_map": True}, seen, "no_task_19_no_env_19"
+    )
     adapt_config = _config(maze_file)
     adaptation = prepare(path, adapt_config)
     net = adaptation.module.net
