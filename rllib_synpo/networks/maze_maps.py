@@ -6,11 +6,14 @@ learns by the ``maze_map_loss`` term alone, a binary cross-entropy against the w
 that the newest frame's window shows (cells outside the window, and cells under a treasure or
 the agent, carry no label), so a maze's row becomes the walls its states have shown. The
 encoder reads the map's probabilities as one more input channel, through a stop-gradient: the
-policy loss never shapes the map. With ``env_dropout`` a hidden state keeps its maze's map (only
-its identity is hidden), so the policy for an unknown maze learns to route by the map; with
-``hidden_env_symmetries`` the map turns with the frames. A new maze's row, learnt by adaptation
-from the walls of its demonstrations, then tells the network where that maze's doors are
-(results/transfer.md).
+policy loss never shapes the map. The channel is a sharpened probability (`MAP_SHARPNESS`): a
+cell whose logit is past a few tenths reads as wall or floor whatever the logit's size, so the
+encoder sees the same kind of map from a row trained under weight decay (small logits) and from a
+new maze's row adapted without it (logits that keep growing). With ``env_dropout`` a hidden
+state keeps its maze's map (only its identity is hidden), so the policy for an unknown maze
+learns to route by the map; with ``hidden_env_symmetries`` the map turns with the frames. A new
+maze's row, learnt by adaptation from the walls of its demonstrations, then tells the network
+where that maze's doors are (results/transfer.md).
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ from torch import nn
 
 from rllib_synpo.losses import UNLABELLED_CELL
 from rllib_synpo.networks.encoders import PIXEL_SCALE
+
+# The factor on a wall logit before the channel's sigmoid: |logit| >= 0.4 reads as >= 98% sure.
+MAP_SHARPNESS = 10.0
 
 
 def maze_map_table(num_envs: int) -> nn.Embedding:
@@ -50,9 +56,11 @@ class MazeMapReader(nn.Module):
         self.register_buffer("floor_rgb", torch.tensor(FLOOR_RGB, dtype=torch.uint8), persistent=False)
 
     def with_map(self, obs: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
-        """``obs`` (N, C, H, W) with the maps' wall probabilities (detached, in pixel units) as
-        one more channel: the encoder's input."""
-        walls = torch.sigmoid(logits.detach()).reshape(-1, 1, GRID_SIZE, GRID_SIZE) * PIXEL_SCALE
+        """``obs`` (N, C, H, W) with the maps' sharpened wall probabilities (detached, in pixel
+        units) as one more channel: the encoder's input. Logits 0 (a maze the map knows nothing
+        of) read as one half."""
+        walls = torch.sigmoid(MAP_SHARPNESS * logits.detach()) * PIXEL_SCALE
+        walls = walls.reshape(-1, 1, GRID_SIZE, GRID_SIZE)
         return torch.cat([obs.float(), walls], dim=1)
 
     def shown_walls(self, obs: torch.Tensor) -> torch.Tensor:

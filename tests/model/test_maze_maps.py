@@ -18,7 +18,7 @@ from rllib_synpo.losses import (
     maze_map_loss,
 )
 from rllib_synpo.networks import SynPoNetwork
-from rllib_synpo.networks.maze_maps import MazeMapReader
+from rllib_synpo.networks.maze_maps import MAP_SHARPNESS, MazeMapReader
 from rllib_synpo.networks.synpo import UNKNOWN_ENV
 from rllib_synpo.rl_module import check_model_config
 
@@ -75,11 +75,25 @@ def test_hidden_states_keep_their_mazes_map_and_the_encoder_reads_it(monkeypatch
     assert torch.equal(out.extras[MAZE_MAP_LOGITS], net.maze_map.weight[env_id])  # but not the map
     assert seen["input"].shape == (6, 13, 16, 16)
     assert torch.equal(seen["input"][:, :12], obs.float())
-    expected = torch.sigmoid(net.maze_map.weight[env_id]).reshape(6, 16, 16) * 255
+    expected = torch.sigmoid(MAP_SHARPNESS * net.maze_map.weight[env_id]).reshape(6, 16, 16) * 255
     assert torch.allclose(seen["input"][:, 12], expected)
     net.eval()  # an unknown maze's map knows nothing
     unknown = net(obs, torch.full_like(env_id, UNKNOWN_ENV), task_id).extras[MAZE_MAP_LOGITS]
     assert torch.equal(unknown, torch.zeros_like(unknown))
+
+
+def test_the_map_channel_reads_wall_or_floor_whatever_the_logits_scale():
+    """A trained map under weight decay has logits near 1, an adapted one without it grows them:
+    the encoder must see the same map from both (and one half where the map knows nothing)."""
+    reader = MazeMapReader(OBS_SHAPE)
+    obs = torch.zeros(3, *OBS_SHAPE, dtype=torch.uint8)
+    signs = torch.where(torch.rand(3, 256, generator=torch.Generator().manual_seed(0)) < 0.5, -1.0, 1.0)
+    small, large = reader.with_map(obs, 0.5 * signs)[:, 12], reader.with_map(obs, 8.0 * signs)[:, 12]
+    walls = (signs > 0).reshape(3, 16, 16)
+    assert (small[walls] > 250).all() and (small[~walls] < 5).all()
+    assert (small - large).abs().max() < 2  # pixel units, of 255
+    unknown = reader.with_map(obs, torch.zeros(3, 256))[:, 12]
+    assert torch.allclose(unknown, torch.full_like(unknown, 127.5))
 
 
 def test_only_the_map_loss_trains_the_maps_and_only_their_shown_rows():
