@@ -55,7 +55,7 @@ CONDITIONED_ENV_ID = "conditioned_env_id"
 # subgoal (SynPo's ``subgoal_embedding``); `task_logits` sets each task's subgoal from it.
 REMAINING_COLOURS = "remaining_colours"
 # SynPo's ``maze_map``: (N, cells) the wall logits of each row's maze, and (N, cells) the walls the
-# newest frame shows (1 wall, 0 floor, `UNLABELLED_CELL` not shown), the target.
+# newest frame shows (1 wall, 0 floor, `UNLABELLED_CELL` not shown), the target (`loss_inputs`).
 MAZE_MAP_LOGITS = "maze_map_logits"
 SHOWN_WALLS = "shown_walls"
 UNLABELLED_CELL = -1.0
@@ -208,8 +208,9 @@ def loss_inputs(
 ) -> dict[str, torch.Tensor]:
     """The `imitation_losses` inputs beyond ``out`` that ``net``'s terms need: the disentanglement
     scores of the state-action features of ``actions`` (the expert's, or PPO's taken actions),
-    SF's reconstruction of ``state`` (the network's input) and its target, and, for
-    ``relabelled`` batches, the policy's logits for every task."""
+    SF's reconstruction of ``state`` (the network's input) and its target, the walls ``state``'s
+    newest frame shows (SynPo's ``maze_map``), and, for ``relabelled`` batches, the policy's
+    logits for every task."""
     names = getattr(net, "LOSS_TERMS", SYNPO_LOSS_TERMS)
     inputs = {}
     if relabelled:
@@ -221,6 +222,8 @@ def loss_inputs(
     if SF_RECONSTRUCTION_LOSS in names:
         inputs[RECONSTRUCTION] = net.reconstruct(out.extras[STATE_FEATURES])
         inputs[OBSERVATION] = net.reconstruction_target(state)
+    if MAZE_MAP_LOSS in names:
+        inputs[SHOWN_WALLS] = net.map_reader.shown_walls(state)
     return inputs
 
 
@@ -243,8 +246,9 @@ def imitation_losses(
     ``out`` is ``net``'s `SynPoOutputs` on the batch. With ``task_labels`` (relabelling), the
     policy term covers every labelled task of each state (``net.task_logits``). SF's TD term
     needs ``next_rows`` (see `sf_td_loss`) unless its weight is 0. Inputs that `loss_inputs`
-    put into ``out.extras`` are used from there, the others computed here, except SF's
-    reconstruction and its target, which read the network's input: ``loss_inputs`` only.
+    put into ``out.extras`` are used from there, the others computed here, except those that read
+    the network's input (SF's reconstruction and its target, the walls for ``maze_map``):
+    ``loss_inputs`` only.
     """
     names = getattr(net, "LOSS_TERMS", SYNPO_LOSS_TERMS)
     if task_labels is not None:
@@ -279,6 +283,11 @@ def imitation_losses(
             out.extras[RECONSTRUCTION], out.extras[OBSERVATION]
         )
     if MAZE_MAP_LOSS in names:
+        if SHOWN_WALLS not in out.extras:
+            raise ValueError(
+                "the maze_map term needs the walls each frame shows in the outputs' extras: add "
+                "`loss_inputs(net, out, state, ...)` to them first"
+            )
         terms[MAZE_MAP_LOSS] = maze_map_loss(out.extras[MAZE_MAP_LOGITS], out.extras[SHOWN_WALLS])
     if names & {ENV_DISENTANGLE_LOSS, TASK_DISENTANGLE_LOSS}:
         if ENV_SCORES in out.extras:

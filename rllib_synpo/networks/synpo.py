@@ -42,7 +42,6 @@ from rllib_synpo.losses import (
     MAZE_MAP_LOGITS,
     MAZE_MAP_LOSS,
     REMAINING_COLOURS,
-    SHOWN_WALLS,
     SYNPO_LOSS_TERMS,
 )
 from rllib_synpo.networks.encoders import make_encoder
@@ -234,7 +233,6 @@ class SynPoNetwork(nn.Module):
         if self.maze_map is not None:  # the maze's map, also where env_dropout hides its identity
             known = env_id != UNKNOWN_ENV  # an unknown maze's map knows nothing: logits 0
             extras[MAZE_MAP_LOGITS] = self.maze_map(env_id.masked_fill(~known, 0)) * known.unsqueeze(-1)
-            extras[SHOWN_WALLS] = self.map_reader.shown_walls(obs)
             encoder_input = self.map_reader.with_map(obs, extras[MAZE_MAP_LOGITS])
         env_id = self.hide_envs(env_id)
         symmetry = None

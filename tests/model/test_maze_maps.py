@@ -15,6 +15,7 @@ from rllib_synpo.losses import (
     UNLABELLED_CELL,
     LossWeights,
     imitation_losses,
+    loss_inputs,
     maze_map_loss,
 )
 from rllib_synpo.networks import SynPoNetwork
@@ -103,12 +104,21 @@ def test_only_the_map_loss_trains_the_maps_and_only_their_shown_rows():
     world = BatchedGridWorld(4)
     obs, info = world.reset(seed=0, options={"pairs": [(0, 0), (0, 1), (2, 2), (2, 3)]})
     env_id, task_id = torch.as_tensor(obs["env_id"]).long(), torch.as_tensor(obs["task_id"]).long()
-    out = net(torch.as_tensor(obs["obs"]), env_id, task_id)
+    state = torch.as_tensor(obs["obs"])
+    out = net(state, env_id, task_id)
     actions = torch.as_tensor(info["expert_action"]).long()
-    terms = imitation_losses(
-        net, out, expert_actions=actions, executed_actions=actions, rewards=torch.zeros(4), env_id=env_id,
-        task_id=task_id, weights=LossWeights(),
-    )  # fmt: skip
+
+    def losses():
+        return imitation_losses(
+            net, out, expert_actions=actions, executed_actions=actions, rewards=torch.zeros(4),
+            env_id=env_id, task_id=task_id, weights=LossWeights(),
+        )  # fmt: skip
+
+    assert SHOWN_WALLS not in out.extras  # acting never reads the frames' walls: a loss input
+    with pytest.raises(ValueError, match="loss_inputs"):
+        losses()
+    out.extras.update(loss_inputs(net, out, state, env_id, actions, relabelled=False))
+    terms = losses()
     assert set(terms) >= {MAZE_MAP_LOSS, "policy_loss"}
     assert torch.isclose(terms[MAZE_MAP_LOSS], torch.log(torch.tensor(2.0)))  # maps start at p = 1/2
     (terms["policy_loss"] + terms["env_disentangle_loss"]).backward(retain_graph=True)
