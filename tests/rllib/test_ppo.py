@@ -208,6 +208,12 @@ def test_ppo_refuses_a_network_that_hides_environments():
     config = SynPoPPOConfig().rl_module(model_config={"network": "synpo", "env_dropout": 0.25})
     with pytest.raises(ValueError, match="env_dropout 0.25 hides environments .* PPO's likelihood ratios"):
         config.validate()
+    schedule = {"network": "synpo", "env_dropout": [[0, 0.0], [300, 0.25]]}
+    with pytest.raises(ValueError, match=r"env_dropout \[\[0, 0.0\], \[300, 0.25\]\] hides"):
+        SynPoPPOConfig().rl_module(model_config=schedule).validate()
+    SynPoPPOConfig().rl_module(
+        model_config={"network": "synpo", "env_dropout": [[0, 0.0], [300, 0.0]]}
+    ).validate()
 
 
 def test_the_kl_penalty_reads_a_frozen_imitation_policy(imitation_checkpoint):
