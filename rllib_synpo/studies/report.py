@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from synpo_envs.gridworld.constants import DEFAULT_WINDOW
+from synpo_envs.gridworld.mazes import BUILTIN_SEED, GENERATED_KEY, NUM_BUILTIN_MAZES
 from synpo_envs.splits import PAIR_SUBSETS, pair_subsets
 
 from rllib_synpo.checkpoint import MATRIX_FILE, META_FILE, SUMMARY_FILE, TRIAL_EVALUATION, TRIAL_PARAMS
@@ -65,6 +66,8 @@ PAPER_ALGORITHM = "SynPo"  # the paper's numbers are for imitation, not the PPO 
 PAPER_SPLIT_SIZES = {"num_seen": 144, "num_envs": 20, "num_tasks": 20}
 PAPER_SPLIT_FREE_KEYS = {"seed", "min_per_env", "min_per_task"}
 PAPER_TABLES = {1: ("window 1", TABLE1), 0: ("window 0", BLIND)}
+# The paper's mazes: the built-in set (no ``mazes`` key), or the generator call that made it.
+PAPER_MAZES = (None, {GENERATED_KEY: {"count": NUM_BUILTIN_MAZES, "seed": BUILTIN_SEED}})
 
 NO_STATE = "none; trials found from their folders, all counted as finished"
 MAX_HEATMAPS = 12
@@ -420,8 +423,8 @@ def is_default_weight(params: dict, name: str) -> bool:
 
 def paper_row(trial: Trial) -> PaperRow | None:
     """The paper's numbers for the trial's setting: a network of the paper's table for the
-    trial's gridworld window, the 144/256 random split, SynPo imitation on the gridworld and the
-    default loss weights (an l2/l3 ablation has none)."""
+    trial's gridworld window, the 144/256 random split, SynPo imitation on the paper's mazes and
+    the default loss weights (an l2/l3 ablation, or another maze set, has none)."""
     params = trial.params
     if trial.trainable not in (None, PAPER_ALGORITHM) or params.get("env", GRIDWORLD_ENV) != GRIDWORLD_ENV:
         return None
@@ -431,6 +434,8 @@ def paper_row(trial: Trial) -> PaperRow | None:
     model_config = params.get("_model_config") or params.get("model_config") or {}
     network = model_config.get("network", DEFAULT_NETWORK)
     gridworld = (params.get("env_config") or {}).get("gridworld") or {}
+    if gridworld.get("mazes") not in PAPER_MAZES:
+        return None
     table_name, table = PAPER_TABLES.get(gridworld.get("window", DEFAULT_WINDOW), (None, {}))
     if network not in table:
         return None

@@ -149,6 +149,11 @@ def _params(seed: int, network: str | None = None, window: int | None = None, **
     }
 
 
+def _with_mazes(params: dict, generated: dict) -> dict:
+    params["env_config"]["gridworld"]["mazes"] = {"generated": generated}
+    return params
+
+
 def _rows(out: Path) -> dict[str, pd.Series]:
     frame = pd.read_csv(out / "report.csv")
     return {row["group"]: row for _, row in frame.iterrows()}
@@ -241,7 +246,8 @@ def test_out_folder_and_the_seeds_mean_success_matrix(networks_study, tmp_path):
 
 def test_paper_numbers_only_in_the_papers_setting(tmp_path):
     """One seed per group: the blind mlp has the paper's window-0 numbers; sf at window 0 (not in
-    the blind table), an l3 ablation and a ratio split have none; a random split's seed is free."""
+    the blind table), an l3 ablation, a ratio split and a second maze set have none; a random
+    split's seed is free, and so is spelling the built-in mazes as their generator call."""
     exp = tmp_path / "setting"
     cases = [
         ({"_model_config/network": "mlp", "env_config/gridworld/window": 0}, _params(0, "mlp", 0)),
@@ -256,6 +262,8 @@ def test_paper_numbers_only_in_the_papers_setting(tmp_path):
             {"split": {"random": {"seed": 3, "num_seen": 100}}},
             _params(0, split={"random": {"seed": 3, "num_seen": 100}}),
         ),
+        ({"env_config/gridworld/mazes": "other"}, _with_mazes(_params(0), {"count": 20, "seed": 2019})),
+        ({"env_config/gridworld/mazes": "built-in"}, _with_mazes(_params(0), {"count": 20, "seed": 2018})),
     ]
     exp.mkdir()
     _state(
@@ -270,13 +278,16 @@ def test_paper_numbers_only_in_the_papers_setting(tmp_path):
         "fraction=0.3",
         "random/seed=3",
         "random/seed=3, num_seen=100",
+        "mazes=other",
+        "mazes=built-in",
     ]
     assert [rows[0]["paper_seen"], rows[0]["paper_unseen_std"]] == [
         BLIND["mlp"].seen,
         BLIND["mlp"].unseen_std,
     ]
     assert [rows[4]["paper_seen"], rows[4]["paper_unseen"]] == [TABLE1["synpo"].seen, TABLE1["synpo"].unseen]
-    for row in (rows[1], rows[2], rows[3], rows[5]):
+    assert [rows[7]["paper_seen"], rows[7]["paper_unseen"]] == [TABLE1["synpo"].seen, TABLE1["synpo"].unseen]
+    for row in (rows[1], rows[2], rows[3], rows[5], rows[6]):
         assert all(
             math.isnan(row[c]) for c in ("paper_seen", "paper_seen_std", "paper_unseen", "paper_unseen_std")
         )
