@@ -277,10 +277,8 @@ class SynPoPPOConfig(PPOConfig):
             )
         try:
             self.rl_module(model_config=self.resolved_model_config())
-            if (
-                max(env_dropout_probabilities(check_model_config(self.model_config).get("env_dropout", 0)))
-                > 0
-            ):
+            env_dropout = check_model_config(self.model_config).get("env_dropout", 0)
+            if max(env_dropout_probabilities(env_dropout)) > 0:
                 raise ValueError(
                     f"model_config env_dropout {self.model_config['env_dropout']} hides environments in "
                     "training forward passes, so PPO's likelihood ratios would not be those of the policy "
