@@ -37,6 +37,7 @@ OPTION_DEFAULTS = {
     "subgoal_embedding": "none",
     "hidden_env_symmetries": False,
     "maze_map": False,
+    "map_routes": False,
 }
 COEFFICIENT_NETWORKS = ("synpo", "mtl")  # built on SynPo's coefficient functions
 OPTION_NETWORKS = {
@@ -48,6 +49,7 @@ OPTION_NETWORKS = {
     "subgoal_embedding": ("synpo",),
     "hidden_env_symmetries": ("synpo",),
     "maze_map": ("synpo",),
+    "map_routes": ("synpo",),
 }
 LAYER_SIZE_KEYS = ("feature_dim", "embedding_dim", "basis_dim", "hidden_dim")
 

@@ -22,7 +22,9 @@ original actions.
 With ``maze_map`` (not the paper's; gridworld only) each environment also has a wall map,
 learnt from the walls its frames show (the ``maze_map_loss`` term), which the encoder reads as
 one more input channel (`rllib_synpo.networks.maze_maps`); a state whose environment
-``env_dropout`` hides keeps its maze's map.
+``env_dropout`` hides keeps its maze's map. With ``map_routes`` (needs ``maze_map``) the
+state-action features also carry, through a basis of their own, the progress each move makes
+towards each colour's treasure on that map (`rllib_synpo.networks.map_routes`).
 
 With ``subgoal_embedding`` (not the paper's; gridworld only) the task's input to alpha and beta
 also carries the treasure colour the task goes for next (`rllib_synpo.networks.subgoals`):
@@ -45,6 +47,7 @@ from rllib_synpo.losses import (
     SYNPO_LOSS_TERMS,
 )
 from rllib_synpo.networks.encoders import make_encoder
+from rllib_synpo.networks.map_routes import ROUTE_FEATURES, MapRoutes
 from rllib_synpo.networks.maze_maps import MazeMapReader, maze_map_table
 from rllib_synpo.networks.subgoals import SubgoalEmbedding, read_remaining_colours
 from rllib_synpo.networks.symmetries import HiddenEnvSymmetries
@@ -58,6 +61,11 @@ def env_dropout_probabilities(env_dropout: float | list) -> list[float]:
     if isinstance(env_dropout, (list, tuple)):
         return [float(p) for _, p in env_dropout]
     return [float(env_dropout)]
+
+
+def env_dropout_hides(env_dropout: float | list) -> bool:
+    """Whether ``env_dropout`` (a number or a schedule) ever hides an environment."""
+    return max(env_dropout_probabilities(env_dropout)) > 0
 
 
 @dataclass
@@ -148,6 +156,7 @@ class SynPoNetwork(nn.Module):
         subgoal_embedding: str = "none",
         hidden_env_symmetries: bool = False,
         maze_map: bool = False,
+        map_routes: bool = False,
         encoder_kwargs: dict | None = None,
     ) -> None:
         super().__init__()
@@ -157,6 +166,9 @@ class SynPoNetwork(nn.Module):
         if maze_map:
             self.LOSS_TERMS = SYNPO_LOSS_TERMS | {MAZE_MAP_LOSS}
             obs_shape = (obs_shape[0] + 1, *obs_shape[1:])  # the map: one more input channel
+        if map_routes and not maze_map:
+            raise ValueError("map_routes plans over the maze's map; set maze_map: true")
+        self.routes = MapRoutes() if map_routes else None
         self.encoder = make_encoder(encoder, obs_shape, feature_dim, **(encoder_kwargs or {}))
         self.env_embedding = nn.Embedding(num_envs, embedding_dim)
         self.task_embedding = nn.Embedding(num_tasks, embedding_dim)
@@ -166,9 +178,10 @@ class SynPoNetwork(nn.Module):
         )
         # The probability that a training state's environment is hidden (`hide_envs`), now, and
         # the embedding of the unknown environment (drawn like an embedding row), where any is.
-        probabilities = env_dropout_probabilities(env_dropout)
-        self.env_dropout = probabilities[0]
-        self.unknown_env = nn.Parameter(torch.randn(embedding_dim)) if max(probabilities) > 0 else None
+        self.env_dropout = env_dropout_probabilities(env_dropout)[0]
+        self.unknown_env = (
+            nn.Parameter(torch.randn(embedding_dim)) if env_dropout_hides(env_dropout) else None
+        )
         if hidden_env_symmetries and self.unknown_env is None:
             raise ValueError(
                 "hidden_env_symmetries transforms the states env_dropout hides; set env_dropout > 0"
@@ -182,6 +195,12 @@ class SynPoNetwork(nn.Module):
         self.beta = make_coefficient_function(coefficient_function, embedding_dim, hidden_dim, basis_dim)
         # Theta_a for every action, scaled so sa features start with unit-order variance.
         self.basis = nn.Parameter(torch.randn(num_actions, feature_dim, basis_dim) / feature_dim**0.5)
+        # The same for the route features (``map_routes``).
+        self.route_basis = (
+            nn.Parameter(torch.randn(num_actions, ROUTE_FEATURES, basis_dim) / ROUTE_FEATURES**0.5)
+            if map_routes
+            else None
+        )
         self.policy_bias = nn.Parameter(torch.zeros(num_actions))
         self.reward_bias = nn.Parameter(torch.zeros(num_actions))
         self.env_head = mlp(basis_dim, hidden_dim, embedding_dim)  # g
@@ -246,6 +265,8 @@ class SynPoNetwork(nn.Module):
             phase = self.subgoals.phases(task_id, extras[REMAINING_COLOURS])
         embeddings = self.coefficients(env_id, task_id, phase)
         sa = torch.einsum("nf,afk->nak", psi, self.basis)
+        if self.routes is not None:  # planned on the frames as the encoder sees them
+            sa = sa + torch.einsum("nr,ark->nak", self.routes(encoder_input), self.route_basis)
         if symmetry is not None:
             sa = self.symmetries.features_back(sa, symmetry)
         coefficient_inputs = self.coefficient_dropout(embeddings)

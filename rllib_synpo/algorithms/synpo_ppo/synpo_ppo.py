@@ -50,7 +50,7 @@ from rllib_synpo.env.pair_env import ENV_CONFIG_KEYS, PAIRS_ENV_NAME
 from rllib_synpo.env.registration import register_envs
 from rllib_synpo.env.splits import resolve_split
 from rllib_synpo.losses import LossWeights
-from rllib_synpo.networks.synpo import env_dropout_probabilities
+from rllib_synpo.networks.synpo import env_dropout_hides
 from rllib_synpo.rl_module import SynPoTorchRLModule, check_model_config
 from rllib_synpo.utils.checks import (
     LEARNING_RATE,
@@ -278,7 +278,7 @@ class SynPoPPOConfig(PPOConfig):
         try:
             self.rl_module(model_config=self.resolved_model_config())
             env_dropout = check_model_config(self.model_config).get("env_dropout", 0)
-            if max(env_dropout_probabilities(env_dropout)) > 0:
+            if env_dropout_hides(env_dropout):
                 raise ValueError(
                     f"model_config env_dropout {self.model_config['env_dropout']} hides environments in "
                     "training forward passes, so PPO's likelihood ratios would not be those of the policy "

@@ -1,0 +1,106 @@
+"""Shortest-path moves over a maze's wall map, for the SynPo network's ``map_routes`` option
+(not the paper's; gridworld only; needs ``maze_map``).
+
+The encoder learns routes through the mazes it was trained on; read through a map, those routes
+do not carry over to a new layout (results/transfer.md). This layer plans instead of learning to:
+from the map channel (`rllib_synpo.networks.maze_maps`: cells past one half are walls) and the
+treasures the newest frame shows, it computes each colour's distance field by breadth-first
+relaxation, and reports, for every colour and every move, whether the move brings the agent
+closer to that colour's treasure (+1), leaves it where it is (0: a wall, or no treasure of that
+colour reachable) or takes it away (-1). Nothing in it is learnt and no gradient flows through
+it; the network learns how much each colour's moves weigh for each pair (a basis of its own,
+read by alpha and beta as Theta is). On a maze it never saw, the layer is right wherever the map
+is.
+"""
+
+from __future__ import annotations
+
+import torch
+from synpo_envs.gridworld.constants import (
+    ACTION_DELTAS,
+    AGENT_RGB,
+    GRID_SIZE,
+    MOVE_ACTIONS,
+    NUM_CELLS,
+    NUM_COLOURS,
+    RGB_CHANNELS,
+    TREASURE_RGB,
+)
+from torch import nn
+
+from rllib_synpo.networks.encoders import PIXEL_SCALE
+
+UNREACHABLE = float(NUM_CELLS)  # longer than any path on the grid
+ROUTE_FEATURES = NUM_COLOURS * len(MOVE_ACTIONS)  # one per (colour, move)
+_BITS = 2 ** torch.arange(GRID_SIZE, dtype=torch.int32)  # a grid row as the bits of one integer
+
+
+def _row_bits(cells: torch.Tensor) -> torch.Tensor:
+    """(..., H, W) bool -> (..., H) int32: bit j of row i set where cell (i, j) is."""
+    return (cells.int() * _BITS.to(cells.device)).sum(-1, dtype=torch.int32)
+
+
+def distances_to(targets: torch.Tensor, walls: torch.Tensor, cells: torch.Tensor) -> torch.Tensor:
+    """(N, C, Q): the number of moves from each of ``cells`` (N, Q) (flat indices; -1 for off
+    the grid) to the nearest cell of ``targets`` (N, C, H, W) in each channel, through the cells
+    ``walls`` (N, H, W) leaves free (a target is never a wall); `UNREACHABLE` where no path leads.
+    A breadth-first search from the targets, each grid row a bit set: a step is a few shifts. It
+    stops once the first of ``cells`` is reached and one step more (all the others are then as
+    far as they will be), or once the search covers all it can."""
+    free = _row_bits(~walls)[:, None] | _row_bits(targets)  # (N, C, H)
+    reached = _row_bits(targets)
+    rows = cells.clamp(min=0).div(GRID_SIZE, rounding_mode="floor")[:, None].expand(-1, targets.shape[1], -1)
+    shifts = (cells.clamp(min=0) % GRID_SIZE)[:, None]
+    on_grid = (cells >= 0)[:, None]
+
+    def reached_cells() -> torch.Tensor:
+        return ((reached.gather(2, rows) >> shifts) & 1).bool() & on_grid
+
+    dist = torch.full(rows.shape, NUM_CELLS, dtype=torch.int32, device=targets.device)
+    dist.masked_fill_(reached_cells(), 0)
+    for step in range(1, NUM_CELLS):  # a path visits each cell once at most
+        grown = reached | (reached << 1) | (reached >> 1)
+        grown[..., 1:] |= reached[..., :-1]
+        grown[..., :-1] |= reached[..., 1:]
+        grown &= free
+        stalled = (grown == reached).all(-1)  # (N, C): this search covers all it can
+        reached = grown
+        dist.masked_fill_(reached_cells() & (dist == NUM_CELLS), step)
+        first = dist[..., 0]
+        if ((first < NUM_CELLS) | stalled).all() and step > first.masked_fill(stalled, 0).max():
+            break
+    return dist.float()
+
+
+class MapRoutes(nn.Module):
+    """(N, C, H, W) encoder input, the map its last channel -> (N, `ROUTE_FEATURES`) the progress
+    each move makes towards each colour's treasure, colour-major."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("treasure_rgb", torch.as_tensor(TREASURE_RGB).float(), persistent=False)
+        self.register_buffer("agent_rgb", torch.tensor(AGENT_RGB).float(), persistent=False)
+        rows = [round(int(ACTION_DELTAS[move]) / GRID_SIZE) for move in MOVE_ACTIONS]
+        moves = [(r, int(ACTION_DELTAS[move]) - r * GRID_SIZE) for r, move in zip(rows, MOVE_ACTIONS)]
+        self.register_buffer("moves", torch.tensor(moves), persistent=False)
+
+    @torch.no_grad()
+    def forward(self, encoder_input: torch.Tensor) -> torch.Tensor:
+        newest = encoder_input[:, -1 - RGB_CHANNELS : -1].float()  # (N, 3, H, W) the newest frame
+        walls = encoder_input[:, -1] > PIXEL_SCALE / 2
+        treasures = (newest[:, None] == self.treasure_rgb[None, :, :, None, None]).all(
+            2
+        )  # (N, colours, H, W)
+        agent = (newest == self.agent_rgb[None, :, None, None]).all(1).flatten(1)  # (N, H * W)
+        here = agent.float().argmax(1)
+        row, col = here.div(GRID_SIZE, rounding_mode="floor")[:, None], (here % GRID_SIZE)[:, None]
+        next_row, next_col = row + self.moves[:, 0], col + self.moves[:, 1]
+        inside = (next_row >= 0) & (next_row < GRID_SIZE) & (next_col >= 0) & (next_col < GRID_SIZE)
+        cells = torch.cat([here[:, None], torch.where(inside, next_row * GRID_SIZE + next_col, -1)], dim=1)
+        dist = distances_to(treasures, walls, cells)  # (N, colours, 1 + moves)
+        d_here, d_next = dist[..., :1], dist[..., 1:]
+        d_next = torch.where(d_next >= UNREACHABLE, d_here, d_next)  # a wall: the agent stays
+        progress = (d_here - d_next).clamp(-1, 1)
+        progress = progress.masked_fill(d_here >= UNREACHABLE, 0.0)  # no treasure of that colour to go to
+        progress = progress * agent.any(1)[:, None, None]  # no agent in the frame: nothing to say
+        return progress.flatten(1)
