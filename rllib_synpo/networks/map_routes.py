@@ -88,9 +88,8 @@ class MapRoutes(nn.Module):
     def forward(self, encoder_input: torch.Tensor) -> torch.Tensor:
         newest = encoder_input[:, -1 - RGB_CHANNELS : -1].float()  # (N, 3, H, W) the newest frame
         walls = encoder_input[:, -1] > PIXEL_SCALE / 2
-        treasures = (newest[:, None] == self.treasure_rgb[None, :, :, None, None]).all(
-            2
-        )  # (N, colours, H, W)
+        colours = self.treasure_rgb[None, :, :, None, None]  # (1, colours, 3, 1, 1)
+        treasures = (newest[:, None] == colours).all(2)  # (N, colours, H, W)
         agent = (newest == self.agent_rgb[None, :, None, None]).all(1).flatten(1)  # (N, H * W)
         here = agent.float().argmax(1)
         row, col = here.div(GRID_SIZE, rounding_mode="floor")[:, None], (here % GRID_SIZE)[:, None]
