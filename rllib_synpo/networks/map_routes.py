@@ -4,8 +4,9 @@
 The encoder learns routes through the mazes it was trained on; read through a map, those routes
 do not carry over to a new layout (results/transfer.md). This layer plans instead of learning to:
 from the map channel (`rllib_synpo.networks.maze_maps`: cells past one half are walls) and the
-treasures the newest frame shows, it computes each colour's distance field by breadth-first
-relaxation, and reports, for every colour and every move, whether the move brings the agent
+treasures the newest frame shows, a breadth-first search from each colour's treasure finds how
+far the agent and the cells next to it are from it, and the layer reports, for every colour
+and every move, whether the move brings the agent
 closer to that colour's treasure (+1), leaves it where it is (0: a wall, or no treasure of that
 colour reachable) or takes it away (-1). Nothing in it is learnt and no gradient flows through
 it; the network learns how much each colour's moves weigh for each pair (a basis of its own,
