@@ -19,17 +19,16 @@ from __future__ import annotations
 import torch
 from synpo_envs.gridworld.constants import (
     ACTION_DELTAS,
-    AGENT_RGB,
     GRID_SIZE,
     MOVE_ACTIONS,
     NUM_CELLS,
     NUM_COLOURS,
     RGB_CHANNELS,
-    TREASURE_RGB,
 )
 from torch import nn
 
 from rllib_synpo.networks.encoders import PIXEL_SCALE
+from rllib_synpo.networks.frames import agent_cells, treasure_cells
 
 UNREACHABLE = float(NUM_CELLS)  # longer than any path on the grid
 ROUTE_FEATURES = NUM_COLOURS * len(MOVE_ACTIONS)  # one per (colour, move)
@@ -79,19 +78,16 @@ class MapRoutes(nn.Module):
 
     def __init__(self) -> None:
         super().__init__()
-        self.register_buffer("treasure_rgb", torch.as_tensor(TREASURE_RGB).float(), persistent=False)
-        self.register_buffer("agent_rgb", torch.tensor(AGENT_RGB).float(), persistent=False)
         rows = [round(int(ACTION_DELTAS[move]) / GRID_SIZE) for move in MOVE_ACTIONS]
         moves = [(r, int(ACTION_DELTAS[move]) - r * GRID_SIZE) for r, move in zip(rows, MOVE_ACTIONS)]
         self.register_buffer("moves", torch.tensor(moves), persistent=False)
 
     @torch.no_grad()
     def forward(self, encoder_input: torch.Tensor) -> torch.Tensor:
-        newest = encoder_input[:, -1 - RGB_CHANNELS : -1].float()  # (N, 3, H, W) the newest frame
+        newest = encoder_input[:, -1 - RGB_CHANNELS : -1]  # (N, 3, H, W) the newest frame
         walls = encoder_input[:, -1] > PIXEL_SCALE / 2
-        colours = self.treasure_rgb[None, :, :, None, None]  # (1, colours, 3, 1, 1)
-        treasures = (newest[:, None] == colours).all(2)  # (N, colours, H, W)
-        agent = (newest == self.agent_rgb[None, :, None, None]).all(1).flatten(1)  # (N, H * W)
+        treasures = treasure_cells(newest)  # (N, colours, H, W)
+        agent = agent_cells(newest).flatten(1)  # (N, H * W)
         here = agent.float().argmax(1)
         row, col = here.div(GRID_SIZE, rounding_mode="floor")[:, None], (here % GRID_SIZE)[:, None]
         next_row, next_col = row + self.moves[:, 0], col + self.moves[:, 1]

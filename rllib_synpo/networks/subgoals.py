@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import torch
 from synpo_envs.gridworld.constants import (
-    AGENT_RGB,
     NUM_COLOURS,
     NUM_TASKS,
     RGB_CHANNELS,
     TASK_COLOURS,
-    TREASURE_RGB,
 )
 from torch import nn
+
+from rllib_synpo.networks.frames import agent_cells, treasure_cells
 
 SUBGOAL_MODES = ("none", "add", "replace")  # "none": the paper's network
 
@@ -29,15 +29,11 @@ def read_remaining_colours(obs: torch.Tensor) -> torch.Tensor:
     """(N, NUM_COLOURS) bool: whether each treasure colour still lies in the maze, from a stack
     of RGB frames (N, 3 k, H, W), oldest first (the gridworld's observation without
     ``agent_channel``)."""
-    newest = obs[:, -RGB_CHANNELS:].to(torch.int16)
-    treasure_rgb = torch.as_tensor(TREASURE_RGB, dtype=torch.int16, device=obs.device)[:, :, None, None]
-    visible = (newest[:, None] == treasure_rgb).all(dim=2)  # (N, colours, H, W)
-    remaining = visible.flatten(2).any(dim=-1)
+    newest = obs[:, -RGB_CHANNELS:]
+    remaining = treasure_cells(newest).flatten(2).any(dim=-1)
     if obs.shape[1] >= 2 * RGB_CHANNELS:  # the treasure under the agent, from the frame before
-        previous = obs[:, -2 * RGB_CHANNELS : -RGB_CHANNELS].to(torch.int16)
-        agent_rgb = torch.as_tensor(AGENT_RGB, dtype=torch.int16, device=obs.device)[:, None, None]
-        agent = (newest == agent_rgb).all(dim=1)  # (N, H, W)
-        under_agent = (previous[:, None] == treasure_rgb).all(dim=2) & agent[:, None]
+        previous = obs[:, -2 * RGB_CHANNELS : -RGB_CHANNELS]
+        under_agent = treasure_cells(previous) & agent_cells(newest)[:, None]
         remaining |= under_agent.flatten(2).any(dim=-1)
     return remaining
 
