@@ -29,7 +29,7 @@ from rllib_synpo.losses import loss_inputs
 from rllib_synpo.networks import ENCODERS, NETWORKS, SynPoOutputs, make_network
 from rllib_synpo.networks.factory import OPTION_DEFAULTS, OPTION_NETWORKS
 from rllib_synpo.networks.subgoals import SUBGOAL_MODES
-from rllib_synpo.networks.synpo import COEFFICIENT_FUNCTIONS, env_dropout_hides
+from rllib_synpo.networks.synpo import COEFFICIENT_FUNCTIONS, option_conflict
 from rllib_synpo.utils.checks import DROPOUT, DROPOUT_OR_SCHEDULE, check_settings
 from rllib_synpo.utils.console import quiet_rllib_notices
 
@@ -90,13 +90,11 @@ def check_model_config(model_config: dict[str, Any]) -> dict[str, Any]:
             raise ValueError(
                 f"model_config {key!r} applies to networks {list(OPTION_NETWORKS[key])} only, not {network!r}"
             )
-    dropout = options["env_dropout"]
-    if options["hidden_env_symmetries"] and not env_dropout_hides(dropout):
-        raise ValueError(
-            f"hidden_env_symmetries transforms the states env_dropout hides; env_dropout is {dropout!r}"
-        )
-    if options["map_routes"] and not options["maze_map"]:
-        raise ValueError("map_routes plans over the maze's map; set maze_map: true")
+    conflict = option_conflict(
+        options["env_dropout"], options["hidden_env_symmetries"], options["maze_map"], options["map_routes"]
+    )
+    if conflict:
+        raise ValueError(conflict)
     return checked
 
 

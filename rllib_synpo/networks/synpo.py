@@ -68,6 +68,21 @@ def env_dropout_hides(env_dropout: float | list) -> bool:
     return max(env_dropout_probabilities(env_dropout)) > 0
 
 
+def option_conflict(
+    env_dropout: float | list, hidden_env_symmetries: bool, maze_map: bool, map_routes: bool
+) -> str | None:
+    """Why these SynPo options do not go together, or None: the one message for the network and
+    `check_model_config` (which refuses them before Ray starts)."""
+    if hidden_env_symmetries and not env_dropout_hides(env_dropout):
+        return (
+            "hidden_env_symmetries transforms the states env_dropout hides; "
+            f"env_dropout is {env_dropout!r}, set it above 0"
+        )
+    if map_routes and not maze_map:
+        return "map_routes plans over the maze's map; set maze_map: true"
+    return None
+
+
 @dataclass
 class SynPoOutputs:
     logits: torch.Tensor  # (N, A)
@@ -166,8 +181,9 @@ class SynPoNetwork(nn.Module):
         if maze_map:
             self.LOSS_TERMS = SYNPO_LOSS_TERMS | {MAZE_MAP_LOSS}
             obs_shape = (obs_shape[0] + 1, *obs_shape[1:])  # the map: one more input channel
-        if map_routes and not maze_map:
-            raise ValueError("map_routes plans over the maze's map; set maze_map: true")
+        conflict = option_conflict(env_dropout, hidden_env_symmetries, maze_map, map_routes)
+        if conflict:
+            raise ValueError(conflict)
         self.routes = MapRoutes() if map_routes else None
         self.encoder = make_encoder(encoder, obs_shape, feature_dim, **(encoder_kwargs or {}))
         self.env_embedding = nn.Embedding(num_envs, embedding_dim)
@@ -182,10 +198,6 @@ class SynPoNetwork(nn.Module):
         self.unknown_env = (
             nn.Parameter(torch.randn(embedding_dim)) if env_dropout_hides(env_dropout) else None
         )
-        if hidden_env_symmetries and self.unknown_env is None:
-            raise ValueError(
-                "hidden_env_symmetries transforms the states env_dropout hides; set env_dropout > 0"
-            )
         self.symmetries = HiddenEnvSymmetries(obs_shape, num_actions) if hidden_env_symmetries else None
         # Dropout on [e_task; e_env] where it enters alpha and beta (training only; not the paper's).
         self.coefficient_dropout = nn.Dropout(coefficient_dropout)

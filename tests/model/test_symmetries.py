@@ -101,7 +101,7 @@ def test_bad_hidden_env_symmetries_settings_are_refused():
     assert check_model_config({"hidden_env_symmetries": True, "env_dropout": [[0, 0.0], [60, 0.25]]})[
         "hidden_env_symmetries"
     ]
-    with pytest.raises(ValueError, match="set env_dropout > 0"):
+    with pytest.raises(ValueError, match="env_dropout is 0.0, set it above 0"):
         _net(hidden_env_symmetries=True)
     with pytest.raises(
         ValueError, match=r"16 x 16 frames and 5 actions; got observations of shape \(12, 8, 8\)"
