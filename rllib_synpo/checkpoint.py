@@ -158,8 +158,16 @@ def trial_folders(path: str | Path) -> list[Path]:
 
 def read_gridworld_checkpoint(checkpoint: str | Path):
     """(checkpoint folder, RLModule, split, gridworld kwargs) of a gridworld SynPo checkpoint
-    (or the newest one under a folder); a THOR checkpoint is refused by name, and a missing or
-    corrupted file is a `CheckpointError` naming it."""
+    (or the newest one under a folder); a missing or corrupted file is a `CheckpointError`
+    naming it."""
+    path, split, gridworld = read_gridworld_meta(checkpoint)
+    return path, _load_module(path), split, gridworld
+
+
+def read_gridworld_meta(checkpoint: str | Path) -> tuple[Path, Split, dict]:
+    """(checkpoint folder, split, gridworld kwargs) of a gridworld SynPo checkpoint (or the
+    newest one under a folder), without loading its module (nor torch): a THOR checkpoint is
+    refused by name, a missing or corrupted metadata file is a `CheckpointError` naming it."""
     path = find_checkpoint(checkpoint)
     meta = read_meta(path)
     if meta.get("env", "synpo_pairs") != "synpo_pairs":
@@ -167,8 +175,7 @@ def read_gridworld_checkpoint(checkpoint: str | Path):
             f"{path} was trained on {meta['env']!r}; this command evaluates gridworld (synpo_pairs) "
             "checkpoints"
         )
-    split, gridworld = _gridworld_meta(path, meta)
-    return path, _load_module(path), split, gridworld
+    return (path, *_gridworld_meta(path, meta))
 
 
 def _gridworld_meta(path: Path, meta: dict) -> tuple[Split, dict]:

@@ -9,9 +9,12 @@ from rllib_synpo.cli.errors import UsageError, check_output_folder
 
 
 def adapt_command(args: argparse.Namespace) -> int:
-    from rllib_synpo.adaptation import AdaptConfig, AdaptError, adapt_checkpoint
+    from rllib_synpo.checkpoint import read_gridworld_meta
 
     check_output_folder(args.out, "--out")
+    read_gridworld_meta(args.checkpoint)  # a missing or damaged one named before torch loads
+    from rllib_synpo.adaptation import AdaptConfig, AdaptError, adapt_checkpoint
+
     config = AdaptConfig(
         setting=args.setting,
         iterations=args.iterations,

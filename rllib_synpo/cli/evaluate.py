@@ -14,7 +14,6 @@ def evaluate_command(args: argparse.Namespace) -> int:
     into ``<trial>/evaluation``, or ``--out/<trial>`` where there are several; a trial already
     evaluated with the same checkpoint and settings is skipped)."""
     from rllib_synpo.checkpoint import TRIAL_EVALUATION, find_checkpoint, trial_folders
-    from rllib_synpo.evaluation import is_evaluated
 
     if args.out:
         check_output_folder(args.out, "--out")
@@ -30,6 +29,8 @@ def evaluate_command(args: argparse.Namespace) -> int:
         "seed": args.seed,
         "policy": "sampled" if args.sample else "greedy",
     }
+    from rllib_synpo.evaluation import is_evaluated
+
     for number, trial in enumerate(trials, start=1):
         out = Path(args.out) / trial.name if args.out else trial / TRIAL_EVALUATION
         print(f"[trial {number}/{len(trials)}] {trial.name}")
@@ -43,6 +44,9 @@ def evaluate_command(args: argparse.Namespace) -> int:
 
 
 def _evaluate_one(args: argparse.Namespace, checkpoint: str | Path, out: Path) -> None:
+    from rllib_synpo.checkpoint import read_gridworld_meta
+
+    checkpoint, _, _ = read_gridworld_meta(checkpoint)  # a missing or damaged one named before torch loads
     from rllib_synpo.evaluation import evaluate_checkpoint
 
     summary = evaluate_checkpoint(

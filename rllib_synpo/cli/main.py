@@ -9,7 +9,8 @@ Tune, and SynPo evaluation.
 Problems with the input (a missing or malformed file, unknown keys or algorithm, a bad value, a
 cluster address nobody answers at, a corrupted checkpoint) end with a one-line ``error: ...``
 naming the bad value and what was expected, and exit status 2; ``rllib train file`` finds them
-before Ray starts.
+before Ray starts, and every command names a missing file, bad JSON or a malformed address
+before it loads torch or Ray (seconds on a small machine).
 """
 
 from __future__ import annotations

@@ -9,11 +9,11 @@ from rllib_synpo.cli.errors import UsageError, check_output_folder
 
 
 def report_command(args: argparse.Namespace) -> int:
-    from rllib_synpo.studies.report import ReportError, report_experiment
-
     _check_experiment_folder(args.experiment)
     if args.out:
         check_output_folder(args.out, "--out")
+    from rllib_synpo.studies.report import ReportError, report_experiment
+
     try:
         paths = report_experiment(args.experiment, args.out)
     except ReportError as err:

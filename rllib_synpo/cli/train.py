@@ -48,13 +48,12 @@ TRIAL_FAILED = 1
 
 
 def train_file(args: argparse.Namespace) -> int:
-    from ray import tune
-    from ray.tune.error import TuneError
-
     stop_override = parse_stop(args.stop) if args.stop is not None else None
     config_override = parse_config(args.config) if args.config is not None else None
     address, address_source = ray_address(args.address)
     local_ray = address in LOCAL_ADDRESSES
+    if not local_ray:
+        check_reachable(address, address_source)
     experiments = load_experiments(
         args.experiment, local_ray=local_ray, config_override=config_override, names=args.experiment_names
     )
@@ -67,8 +66,9 @@ def train_file(args: argparse.Namespace) -> int:
         spec.pop("env", None)
     if local_ray:
         _absolute_thor_executable_variable()
-    else:
-        check_reachable(address, address_source)
+    from ray import tune
+    from ray.tune.error import TuneError
+
     _init_ray(address, address_source, experiments)
     logging.getLogger("ray.tune.tune").addFilter(_without_tunes_resume_hint)
     logging.getLogger("ray.tune.execution.tune_controller").addFilter(_trial_failure_without_traceback)

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import os
 
-import torch
-
 FLUSH_DENORMALS_VARIABLE = "RLLIB_SYNPO_FLUSH_DENORMALS"
 FLUSH_DENORMALS_VALUES = {"1": True, "0": False}
 
@@ -44,6 +42,8 @@ def flush_denormals_wanted() -> bool:
 def flush_denormals() -> bool:
     """Sets flush-to-zero and denormals-are-zero for this thread and the threads it starts from
     now on; whether the CPU has the mode (x86 with SSE3; elsewhere nothing changes)."""
+    import torch  # here: the command line checks the variable before it loads torch
+
     return torch.set_flush_denormal(True)
 
 

@@ -332,7 +332,7 @@ def _terminated_trials(experiment: Path) -> list[Path]:
 def test_a_study_interrupted_and_resumed_runs_no_finished_trial_again(tmp_path):
     # Long enough trials that a Ctrl-C sent when the first one ends lands before the last two
     # (which start after the first two) can end.
-    storage, iterations = tmp_path / "results", 200
+    storage, iterations = tmp_path / "results", 60
     study = _study(tmp_path, iterations)
     process = subprocess.Popen(
         [*RLLIB, "train", "file", str(study), "--storage-path", str(storage)],

@@ -374,6 +374,30 @@ def test_report_names_an_experiment_folder_that_is_not_one(tmp_path, what):
     _one_error_line(out, f"experiment folder {str(path)!r} {problem}: expected the folder")
 
 
+def test_input_errors_found_without_loading_torch_or_ray(tmp_path):
+    """A missing file, bad JSON or a malformed address is named in a fraction of a second: the
+    command checks them before it imports torch, Ray or RLlib (seconds on a small machine)."""
+    missing = str(tmp_path / "missing")
+    commands = [
+        ["train", "file", missing],
+        ["train", "file", str(_experiment_file(tmp_path)), "--stop", "5"],
+        ["train", "file", str(_experiment_file(tmp_path)), "--address", "headnode"],
+        ["evaluate", missing],
+        ["report", missing],
+        ["synpo", "adapt", missing, "--setting", "2", "--out", str(tmp_path / "out")],
+    ]
+    script = (
+        "import sys\n"
+        "from rllib_synpo.cli.main import main\n"
+        f"codes = [main(argv) for argv in {commands!r}]\n"
+        "loaded = [name for name in ('torch', 'ray', 'ray.rllib') if name in sys.modules]\n"
+        "print(codes, loaded)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert out.stdout.strip() == f"{[2] * len(commands)} []", out.stderr[-3000:]
+    assert len(out.stderr.strip().splitlines()) == len(commands)
+
+
 # --- the other checks of an experiment file, in-process ---------------------------------------------
 def _refusal(path: Path) -> str:
     from rllib_synpo.cli.errors import UsageError
