@@ -50,6 +50,7 @@ PARTS, UNSEEN_SUBSETS = PAIR_SUBSETS[:2], PAIR_SUBSETS[2:]
 MISSING = "-"
 
 # Result keys (RLlib's nested result keys joined with "/", as progress.csv names its columns).
+ITERATION_COLUMN = "training_iteration"
 TIME_COLUMN = "time_total_s"
 STATES_COLUMN = "learners/__all_modules__/num_module_steps_trained_lifetime"
 EVAL_COLUMNS = {part: f"evaluation/{part}_avg_success_rate" for part in PARTS}
@@ -471,11 +472,12 @@ def read_evaluated(trial: Trial, experiment: Path) -> EvaluatedTrial:
 
 
 def read_progress(folder: Path) -> pd.DataFrame | None:
-    """A trial's time, states trained and periodic evaluations, one row per iteration: from
-    Tune's ``result.json`` (every result's keys), else from ``progress.csv``, whose columns are
-    only those of the first result (a trial whose updates or evaluations start later has none
-    of theirs there)."""
-    wanted = {TIME_COLUMN, STATES_COLUMN, *EVAL_COLUMNS.values()}
+    """A trial's time, states trained and periodic evaluations, one row per iteration of its
+    final timeline (`final_timeline`): from Tune's ``result.json`` (every result's keys), else
+    from ``progress.csv``, whose columns are only those of the first result (a trial whose
+    updates or evaluations start later has none of theirs there, and rows a resumed trial
+    appends have other columns than its header: those are left out)."""
+    wanted = {ITERATION_COLUMN, TIME_COLUMN, STATES_COLUMN, *EVAL_COLUMNS.values()}
     results = folder / RESULTS_FILE
     if results.is_file():
         rows = []
@@ -483,13 +485,32 @@ def read_progress(folder: Path) -> pd.DataFrame | None:
             if line.strip():
                 flat = flatten(json.loads(line))
                 rows.append({key: flat[key] for key in wanted if key in flat})
-        return pd.DataFrame(rows, columns=sorted(wanted)) if rows else None
-    if not (folder / PROGRESS_FILE).is_file():
-        return None
-    try:
-        return pd.read_csv(folder / PROGRESS_FILE, usecols=lambda column: column in wanted)
-    except pd.errors.EmptyDataError:
-        return None
+        progress = pd.DataFrame(rows, columns=sorted(wanted)) if rows else None
+    elif (folder / PROGRESS_FILE).is_file():
+        try:
+            progress = pd.read_csv(
+                folder / PROGRESS_FILE, usecols=lambda column: column in wanted, on_bad_lines="skip"
+            )
+        except pd.errors.EmptyDataError:
+            progress = None
+    else:
+        progress = None
+    return None if progress is None else final_timeline(progress)
+
+
+def final_timeline(progress: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the timeline a trial ended on. Tune appends a resumed trial's results to the
+    same files, starting again after its last checkpoint, so the iterations between that
+    checkpoint and the interruption are there twice: a row whose iteration does not follow the
+    one before it drops the earlier rows from that iteration on."""
+    if ITERATION_COLUMN not in progress:
+        return progress
+    kept: list[int] = []
+    for position, iteration in enumerate(progress[ITERATION_COLUMN].to_numpy()):
+        while kept and progress[ITERATION_COLUMN].iloc[kept[-1]] >= iteration:
+            kept.pop()
+        kept.append(position)
+    return progress.iloc[kept].reset_index(drop=True)
 
 
 def read_matrix(path: Path) -> np.ndarray | None:

@@ -391,6 +391,52 @@ def test_states_and_curves_come_from_result_json_where_progress_csv_lacks_their_
     assert unseen == [0.0, 0.1]  # each trial's periodic evaluation, read from its result.json
 
 
+def test_a_resumed_trial_counts_each_iteration_once_from_the_timeline_it_ended_on(tmp_path):
+    """Tune appends a resumed trial's results to its result.json from its last checkpoint on, so
+    the iterations after that checkpoint are there twice: the report reads the second run's."""
+    exp = tmp_path / "resumed"
+    (trial,) = [_trial(exp, 0, {"seed": 0}, _params(0))]
+    _state(exp, [trial])
+    first_run = [(1, 60.0, None), (2, 120.0, 0.3), (3, 180.0, None), (4, 240.0, 0.5)]
+    resumed_from_2 = [(3, 170.0, None), (4, 230.0, 0.4), (5, 290.0, None), (6, 350.0, 0.6)]
+    lines = [
+        json.dumps(
+            {
+                "training_iteration": iteration,
+                "time_total_s": seconds,
+                **(
+                    {}
+                    if unseen is None
+                    else {"evaluation": {"seen_avg_success_rate": 0.9, "unseen_avg_success_rate": unseen}}
+                ),
+            }
+        )
+        for iteration, seconds, unseen in first_run + resumed_from_2
+    ]
+    (exp / trial["relative_logdir"] / "result.json").write_text("\n".join(lines) + "\n")
+    (evaluated,) = report.read_study(exp).groups[0].trials
+    assert evaluated.progress["training_iteration"].tolist() == [1, 2, 3, 4, 5, 6]
+    assert evaluated.progress["time_total_s"].tolist() == [60.0, 120.0, 170.0, 230.0, 290.0, 350.0]
+    rows = report.evaluation_rows(evaluated)
+    assert rows[UNSEEN].tolist() == [0.3, 0.4, 0.6]
+
+
+def test_progress_csv_rows_a_resumed_trial_appended_under_other_columns_are_left_out(tmp_path):
+    """Without result.json the report falls back on progress.csv, where a resumed trial's rows
+    follow the first run's header with as many cells as its own first result had keys."""
+    exp = tmp_path / "resumed_csv"
+    (trial,) = [_trial(exp, 0, {"seed": 0}, _params(0))]
+    _state(exp, [trial])
+    progress = exp / trial["relative_logdir"] / "progress.csv"
+    progress.write_text(
+        "training_iteration,time_total_s\n1,60.0\n2,120.0\n"
+        "3,170.0,2048,0.9,0.4\n3,175.0\n"  # a longer row from the resumed run, then one that fits
+    )
+    (evaluated,) = report.read_study(exp).groups[0].trials
+    assert evaluated.progress["training_iteration"].tolist() == [1, 2, 3]
+    assert evaluated.progress["time_total_s"].tolist() == [60.0, 120.0, 175.0]
+
+
 def test_a_finished_trial_without_evaluation_is_an_error(tmp_path):
     exp = tmp_path / "unevaluated"
     exp.mkdir()
