@@ -30,7 +30,7 @@ from rllib_synpo.networks import ENCODERS, NETWORKS, SynPoOutputs, make_network
 from rllib_synpo.networks.factory import OPTION_DEFAULTS, OPTION_NETWORKS
 from rllib_synpo.networks.subgoals import SUBGOAL_MODES
 from rllib_synpo.networks.synpo import COEFFICIENT_FUNCTIONS, option_conflict
-from rllib_synpo.utils.checks import DROPOUT, DROPOUT_OR_SCHEDULE, check_settings
+from rllib_synpo.utils.checks import BOOLEAN, DROPOUT, DROPOUT_OR_SCHEDULE, check_settings, one_of
 from rllib_synpo.utils.console import quiet_rllib_notices
 
 # Extra outputs of the training forward pass, read by the learner.
@@ -66,23 +66,18 @@ def check_model_config(model_config: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(f"unknown SynPo model_config key(s) {unknown}; expected some of {sorted(ours)}")
     checked = {key: model_config.get(key, default) for key, default in DEFAULT_MODEL_CONFIG.items()}
     options = {key: model_config.get(key, default) for key, default in OPTION_DEFAULTS.items()}
-    if options["coefficient_function"] not in COEFFICIENT_FUNCTIONS:
-        raise ValueError(
-            f"unknown coefficient_function {options['coefficient_function']!r}; "
-            f"expected one of {list(COEFFICIENT_FUNCTIONS)}"
-        )
-    check_settings(options, {DROPOUT: ("coefficient_dropout",), DROPOUT_OR_SCHEDULE: ("env_dropout",)})
-    if options["subgoal_embedding"] not in SUBGOAL_MODES:
-        subgoal = options["subgoal_embedding"]
-        raise ValueError(f"unknown subgoal_embedding {subgoal!r}; expected one of {list(SUBGOAL_MODES)}")
-    for key in ("normalize_embeddings", "hidden_env_symmetries", "maze_map", "map_routes"):
-        if not isinstance(options[key], bool):
-            raise ValueError(f"{key} must be true or false, got {options[key]!r}")
-    if checked["encoder"] not in ENCODERS:
-        raise ValueError(f"unknown encoder {checked['encoder']!r}; expected one of {sorted(ENCODERS)}")
+    check_settings(
+        options,
+        {
+            one_of(COEFFICIENT_FUNCTIONS): ("coefficient_function",),
+            one_of(SUBGOAL_MODES): ("subgoal_embedding",),
+            DROPOUT: ("coefficient_dropout",),
+            DROPOUT_OR_SCHEDULE: ("env_dropout",),
+            BOOLEAN: ("normalize_embeddings", "hidden_env_symmetries", "maze_map", "map_routes"),
+        },
+    )
+    check_settings(checked, {one_of(sorted(ENCODERS)): ("encoder",), one_of(sorted(NETWORKS)): ("network",)})
     network = checked["network"]
-    if network not in NETWORKS:
-        raise ValueError(f"unknown network {network!r}; expected one of {sorted(NETWORKS)}")
     for key, value in options.items():
         if network in OPTION_NETWORKS[key]:
             checked[key] = value

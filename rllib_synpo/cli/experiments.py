@@ -23,6 +23,7 @@ from synpo_envs.checks import is_int
 
 from rllib_synpo.cli.errors import UsageError, first_line, one_line
 from rllib_synpo.utils.checks import (
+    BOOLEAN,
     NON_NEGATIVE_INT,
     NON_NEGATIVE_NUMBER,
     POSITIVE_INT,
@@ -35,7 +36,7 @@ from rllib_synpo.utils.checks import (
 EXPERIMENT_KEYS = {"run", "env", "stop", "config", "checkpoint_config", "storage_path", "num_samples"}
 CHECKPOINT_RULES: dict[str, Rule] = {
     "checkpoint_frequency": NON_NEGATIVE_INT,
-    "checkpoint_at_end": ("true or false", lambda v: isinstance(v, bool)),
+    "checkpoint_at_end": BOOLEAN,
     "num_to_keep": optional(POSITIVE_INT),
 }
 CHECKPOINT_KEYS = set(CHECKPOINT_RULES)

@@ -16,7 +16,7 @@ from rllib_synpo.networks.modulenet import ModuleNetwork
 from rllib_synpo.networks.mtl import MTLNetwork
 from rllib_synpo.networks.sf import EnvironmentSuccessorFeatureNetwork, SuccessorFeatureNetwork
 from rllib_synpo.networks.synpo import SynPoNetwork
-from rllib_synpo.utils.checks import POSITIVE_INT, check_settings
+from rllib_synpo.utils.checks import POSITIVE_INT, check_settings, one_of
 
 NETWORKS: dict[str, type[nn.Module]] = {
     "synpo": SynPoNetwork,
@@ -59,8 +59,7 @@ def make_network(
 ) -> nn.Module:
     """The network ``kind`` (one of `NETWORKS`) for these spaces; ``sizes`` are the shared model
     config (encoder, encoder_kwargs, feature_dim, embedding_dim, basis_dim, hidden_dim)."""
-    if kind not in NETWORKS:
-        raise ValueError(f"unknown network {kind!r}; expected one of {sorted(NETWORKS)}")
+    check_settings({"network": kind}, {one_of(sorted(NETWORKS)): ("network",)})
     # Checked here, where every network is built: a negative size would fail
     # deep in torch and a zero one build an empty layer.
     check_settings({key: sizes.get(key, 1) for key in LAYER_SIZE_KEYS}, {POSITIVE_INT: LAYER_SIZE_KEYS})

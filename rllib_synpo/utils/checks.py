@@ -23,6 +23,7 @@ PROBABILITY: Rule = ("a probability in [0, 1]", lambda v: is_number(v) and 0 <= 
 DROPOUT: Rule = ("a number in [0, 1)", lambda v: is_number(v) and 0 <= v < 1)
 POSITIVE_INT: Rule = ("an integer >= 1", lambda v: is_int(v) and v >= 1)
 NON_NEGATIVE_INT: Rule = ("an integer >= 0", lambda v: is_int(v) and v >= 0)
+BOOLEAN: Rule = ("true or false", lambda v: isinstance(v, bool))
 
 
 def _is_schedule(value: object, valid: Callable[[object], bool] = lambda v: v > 0) -> bool:

@@ -87,7 +87,7 @@ def test_every_task_logits_set_each_task_subgoal_from_the_state(mode):
 
 
 def test_subgoal_embedding_is_checked():
-    with pytest.raises(ValueError, match="unknown subgoal_embedding 'sum'; expected one of"):
+    with pytest.raises(ValueError, match=r"subgoal_embedding must be one of \[.*\], got 'sum'"):
         check_model_config({"subgoal_embedding": "sum"})
     with pytest.raises(ValueError, match="applies to networks \\['synpo'\\] only, not 'mlp'"):
         check_model_config({"network": "mlp", "subgoal_embedding": "add"})

@@ -371,7 +371,7 @@ def test_a_study_interrupted_and_resumed_runs_no_finished_trial_again(tmp_path):
     [
         (
             {"grid_search": [{"network": "synpo"}, {"network": "transformer"}]},
-            "unknown network 'transformer'",
+            "network must be one of ['mlp', 'modulenet', 'mtl', 'sf', 'sf_env', 'synpo'], got 'transformer'",
         ),
         (
             {"network": {"grid_search": ["synpo", "mlp"]}, "widht": 3},
