@@ -1,4 +1,8 @@
-"""One local Ray for the in-process RLlib tests (start-ups cost seconds each)."""
+"""One local Ray for the in-process RLlib tests (start-ups cost seconds each), and the `rllib`
+command run in-process."""
+
+import subprocess
+from collections.abc import Callable
 
 import pytest
 
@@ -44,3 +48,21 @@ def tiny_config(**training):
     config = SynPoConfig().rl_module(model_config=dict(TINY_MODEL))
     config.training(**{"trajectories_per_update": 4, "warmup_trajectories": 4, **training})
     return config.environment(env_config={"num_slots": 4, "gridworld": {"max_steps": 60}}).debugging(seed=3)
+
+
+@pytest.fixture
+def rllib_here(capfd, monkeypatch) -> Callable[..., subprocess.CompletedProcess]:
+    """The ``rllib`` command's `main` run in this process, as a subprocess run reports it: its
+    exit status and what it wrote to stdout and stderr. Tune and RLlib load once for every
+    caller, instead of seconds per command; ``RAY_ADDRESS`` is unset, as a local run has it."""
+    from rllib_synpo.cli.main import main
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        capfd.readouterr()
+        status = main(list(args))
+        out, err = capfd.readouterr()
+        return subprocess.CompletedProcess(list(args), status, out, err)
+
+    return run

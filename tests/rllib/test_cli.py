@@ -380,10 +380,10 @@ def test_a_study_interrupted_and_resumed_runs_no_finished_trial_again(tmp_path):
         ({"grid_search": []}, "grid_search takes a non-empty list"),
     ],
 )
-def test_a_study_file_with_a_bad_grid_gives_one_line(tmp_path, model_config, message):
+def test_a_study_file_with_a_bad_grid_gives_one_line(tmp_path, model_config, message, rllib_here):
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump({"x": {"run": "SynPo", "config": {"model_config": model_config}}}))
-    out = _run("train", "file", str(path))
+    out = rllib_here("train", "file", str(path))
     assert out.returncode == 2 and "Traceback" not in out.stderr
     (line,) = out.stderr.strip().splitlines()
     assert line.startswith("error: ") and message in line
@@ -400,14 +400,6 @@ def test_report_refuses_a_folder_without_trials_and_an_unevaluated_trial(tmp_pat
     assert out.returncode == 2 and "Traceback" not in out.stderr
     (line,) = out.stderr.strip().splitlines()
     assert line.startswith("error: ") and trial.name in line and "rllib evaluate" in line
-
-
-def test_bad_command_line_values_give_one_line(tmp_path):
-    out = _run("evaluate", str(tmp_path), "--episodes-per-pair", "-3")
-    assert out.returncode == 2
-    assert out.stderr.strip().splitlines() == [
-        "error: rllib evaluate: argument --episodes-per-pair: expected an integer >= 1, got -3"
-    ]
 
 
 # The PPO example names an imitation checkpoint to start from: tests/rllib/test_ppo.py checks it.

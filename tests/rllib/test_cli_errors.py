@@ -2,8 +2,11 @@
 names the bad value and what was expected, and exit status 2: no traceback, and for ``rllib
 train file`` no Ray started (Ray's start-up would log to stderr, and nothing else may be there).
 
-The command runs in a subprocess, as a user runs it, for the cases users met; the other checks
-of an experiment file run in-process on `load_experiments`."""
+The command runs in a subprocess, as a user runs it, where it stops before loading RLlib and for
+one case of each kind that needs RLlib (a missing split file, a THOR build named by the
+environment); the other cases that need RLlib run the command's `main` in this process
+(`rllib_here`: seconds saved per case), and the other checks of an experiment file run
+in-process on `load_experiments`."""
 
 from __future__ import annotations
 
@@ -103,16 +106,16 @@ def test_a_split_file_that_does_not_exist(tmp_path):
     )
 
 
-def test_a_split_file_that_does_not_exist_in_a_grid(tmp_path):
+def test_a_split_file_that_does_not_exist_in_a_grid(tmp_path, rllib_here):
     split = {"grid_search": [{"random": {"seed": 0}}, "no/such/split.json"]}
-    out = _rllib("train", "file", str(_experiment_file(tmp_path, split=split)))
+    out = rllib_here("train", "file", str(_experiment_file(tmp_path, split=split)))
     _one_error_line(out, "(grid split=", "no/such/split.json' does not exist", "expected a split JSON file")
 
 
 @pytest.mark.parametrize("as_list", [False, True], ids=["maze folder", "maze file list"])
-def test_a_malformed_maze_file_is_named_before_ray_starts(tmp_path, bad_maze, as_list):
+def test_a_malformed_maze_file_is_named_before_ray_starts(tmp_path, bad_maze, as_list, rllib_here):
     mazes = [str(bad_maze)] if as_list else str(bad_maze.parent)
-    out = _rllib("train", "file", str(_experiment_file(tmp_path, env_config=_gridworld(mazes=mazes))))
+    out = rllib_here("train", "file", str(_experiment_file(tmp_path, env_config=_gridworld(mazes=mazes))))
     _one_error_line(
         out,
         f"env_config.gridworld.mazes: maze file {str(bad_maze)!r}, line 4",
@@ -120,15 +123,17 @@ def test_a_malformed_maze_file_is_named_before_ray_starts(tmp_path, bad_maze, as
     )
 
 
-def test_a_maze_folder_that_does_not_exist(tmp_path):
-    out = _rllib("train", "file", str(_experiment_file(tmp_path, env_config=_gridworld(mazes="no_mazes"))))
+def test_a_maze_folder_that_does_not_exist(tmp_path, rllib_here):
+    out = rllib_here(
+        "train", "file", str(_experiment_file(tmp_path, env_config=_gridworld(mazes="no_mazes")))
+    )
     _one_error_line(out, "maze folder ", "no_mazes' does not exist", "expected a folder of *.txt maze files")
 
 
-def test_the_thor_build_named_in_the_config_must_exist(tmp_path):
+def test_the_thor_build_named_in_the_config_must_exist(tmp_path, rllib_here):
     (spec,) = yaml.safe_load(STANDIN_THOR_EXAMPLE.read_text()).values()
     spec["config"]["env_config"]["thor"]["local_executable_path"] = "/no/thor/player"
-    out = _rllib("train", "file", str(_experiment_file(tmp_path, spec)))
+    out = rllib_here("train", "file", str(_experiment_file(tmp_path, spec)))
     _one_error_line(
         out,
         "env_config.thor.local_executable_path '/no/thor/player' does not exist",
@@ -207,8 +212,10 @@ def test_bad_stop_criteria(tmp_path, stop, fragment):
         ('{"seed": {"grid_search": [0, -1]}}', "with --config: experiment 'tiny' (grid seed=-1): `seed`"),
     ],
 )
-def test_bad_config_overrides(tmp_path, config, fragment):
-    _one_error_line(_rllib("train", "file", str(_experiment_file(tmp_path)), "--config", config), fragment)
+def test_bad_config_overrides(tmp_path, config, fragment, rllib_here):
+    _one_error_line(
+        rllib_here("train", "file", str(_experiment_file(tmp_path)), "--config", config), fragment
+    )
 
 
 def test_an_experiment_the_file_does_not_hold(tmp_path):
@@ -217,10 +224,10 @@ def test_an_experiment_the_file_does_not_hold(tmp_path):
     _one_error_line(_rllib("train", "file", str(path), "--experiment", "tine"), expected)
 
 
-def test_a_storage_path_under_a_file(tmp_path):
+def test_a_storage_path_under_a_file(tmp_path, rllib_here):
     (tmp_path / "a_file").write_text("")
     storage = str(tmp_path / "a_file" / "runs")
-    out = _rllib("train", "file", str(_experiment_file(tmp_path)), "--storage-path", storage)
+    out = rllib_here("train", "file", str(_experiment_file(tmp_path)), "--storage-path", storage)
     _one_error_line(out, f"--storage-path {storage!r} lies under the file", "expected a folder")
 
 
@@ -302,18 +309,18 @@ DAMAGES = {
 
 
 @pytest.mark.parametrize("damage", list(DAMAGES))
-def test_evaluate_names_a_damaged_checkpoint_file(module_checkpoint, tmp_path, damage):
+def test_evaluate_names_a_damaged_checkpoint_file(module_checkpoint, tmp_path, damage, rllib_here):
     make_damage, fragments = DAMAGES[damage]
     checkpoint = _damaged(module_checkpoint, tmp_path, make_damage)
-    line = _one_error_line(_rllib("evaluate", str(checkpoint), "--episodes-per-pair", "1"), *fragments)
+    line = _one_error_line(rllib_here("evaluate", str(checkpoint), "--episodes-per-pair", "1"), *fragments)
     assert str(checkpoint) in line
 
 
 @pytest.mark.parametrize("damage", ["meta not JSON", "module state truncated"])
-def test_adapt_names_a_damaged_checkpoint_file(module_checkpoint, tmp_path, damage):
+def test_adapt_names_a_damaged_checkpoint_file(module_checkpoint, tmp_path, damage, rllib_here):
     make_damage, fragments = DAMAGES[damage]
     checkpoint = _damaged(module_checkpoint, tmp_path, make_damage)
-    out = _rllib("synpo", "adapt", str(checkpoint), "--setting", "2", "--out", str(tmp_path / "out"))
+    out = rllib_here("synpo", "adapt", str(checkpoint), "--setting", "2", "--out", str(tmp_path / "out"))
     _one_error_line(out, str(checkpoint), *fragments)
 
 
@@ -329,8 +336,8 @@ def test_a_checkpoint_that_does_not_exist(tmp_path, verb):
     )
 
 
-def test_adapt_names_a_malformed_new_maze(module_checkpoint, tmp_path, bad_maze):
-    out = _rllib(
+def test_adapt_names_a_malformed_new_maze(module_checkpoint, tmp_path, bad_maze, rllib_here):
+    out = rllib_here(
         "synpo",
         "adapt",
         str(module_checkpoint),
