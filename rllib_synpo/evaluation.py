@@ -166,13 +166,15 @@ class LoopDetector:
 
 def _run_chunk(
     policy: PolicyFn,
-    chunk_pairs,
-    chunk,
+    chunk_pairs: list[Pair],
+    chunk: np.ndarray,
     results: PairResults,
     seed: int,
     env_kwargs: dict,
     deterministic: bool,
 ) -> None:
+    """One episode per slot, all slots stepped together until each has ended: slot i plays
+    ``chunk_pairs[i]``, whose index in ``results`` is ``chunk[i]``; adds the outcomes there."""
     env = BatchedGridWorld(len(chunk), copy=False, **env_kwargs)
     obs, _ = env.reset(seed=seed, options={"pairs": chunk_pairs})
     loops = LoopDetector(env) if deterministic else None
