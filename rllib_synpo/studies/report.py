@@ -475,8 +475,8 @@ def read_progress(folder: Path) -> pd.DataFrame | None:
     """A trial's time, states trained and periodic evaluations, one row per iteration of its
     final timeline (`final_timeline`): from Tune's ``result.json`` (every result's keys), else
     from ``progress.csv``, whose columns are only those of the first result (a trial whose
-    updates or evaluations start later has none of theirs there, and rows a resumed trial
-    appends have other columns than its header: those are left out)."""
+    updates or evaluations start later has none of theirs there, and the rows a resumed trial
+    appends there with more cells than its header are left out)."""
     wanted = {ITERATION_COLUMN, TIME_COLUMN, STATES_COLUMN, *EVAL_COLUMNS.values()}
     results = folder / RESULTS_FILE
     if results.is_file():
@@ -505,9 +505,10 @@ def final_timeline(progress: pd.DataFrame) -> pd.DataFrame:
     one before it drops the earlier rows from that iteration on."""
     if ITERATION_COLUMN not in progress:
         return progress
+    iterations = progress[ITERATION_COLUMN].to_numpy()
     kept: list[int] = []
-    for position, iteration in enumerate(progress[ITERATION_COLUMN].to_numpy()):
-        while kept and progress[ITERATION_COLUMN].iloc[kept[-1]] >= iteration:
+    for position, iteration in enumerate(iterations):
+        while kept and iterations[kept[-1]] >= iteration:
             kept.pop()
         kept.append(position)
     return progress.iloc[kept].reset_index(drop=True)
