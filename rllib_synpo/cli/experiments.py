@@ -403,6 +403,28 @@ def _is_tune_search(value: Any) -> bool:
     return isinstance(value, dict) and len(value) == 1 and next(iter(value)) in TUNE_SEARCH_KEYS
 
 
+def lr_schedule_note(name: str, spec: dict) -> str | None:
+    """A note when the experiment's learning-rate schedule over training seconds ends before its
+    ``time_total_s`` budget (as after ``--stop`` lengthens a run): the rate then stays at the
+    schedule's last value for the rest of the run. None when they agree or do not apply."""
+    from rllib_synpo.algorithms.synpo.synpo import TRAINING_SECONDS
+
+    config, stop = spec.get("config") or {}, spec.get("stop") or {}
+    budget, schedule = stop.get("time_total_s"), config.get("lr")
+    if config.get("lr_schedule_clock") != TRAINING_SECONDS or not is_number(budget):
+        return None
+    if not isinstance(schedule, list) or not schedule or not isinstance(schedule[-1], list):
+        return None
+    end, last_rate = schedule[-1]
+    if not is_number(end) or end >= budget:
+        return None
+    return (
+        f"note: experiment {name!r}: its lr schedule ends at {end:g} training seconds, before "
+        f"stop time_total_s {budget:g}; the learning rate stays at {last_rate:g} from there "
+        "(a schedule to the new end goes in --config '{\"lr\": [[0, ...], ...]}')"
+    )
+
+
 def experiment_config(spec: dict) -> dict:
     """An experiment's ``config`` in AlgorithmConfig's dict keys, with its ``env``, and the
     files it names made absolute (`with_absolute_paths`)."""

@@ -20,7 +20,13 @@ from pathlib import Path
 
 from rllib_synpo.checkpoint import atomic_write
 from rllib_synpo.cli.errors import UsageError, check_output_folder, first_line
-from rllib_synpo.cli.experiments import check_stop, experiment_config, load_experiments, needed_cpus
+from rllib_synpo.cli.experiments import (
+    check_stop,
+    experiment_config,
+    load_experiments,
+    lr_schedule_note,
+    needed_cpus,
+)
 
 DEFAULT_STORAGE = "~/ray_results"
 # Addresses that mean a local Ray of the command's own (None: no address given).
@@ -60,6 +66,9 @@ def train_file(args: argparse.Namespace) -> int:
     for name, spec in experiments.items():
         if stop_override is not None:
             spec["stop"] = stop_override
+        note = lr_schedule_note(name, spec)
+        if note:
+            print(note)
         spec["storage_path"] = _checked_storage_path(*_storage_choice(args, name, spec))
         spec.setdefault("checkpoint_config", {"checkpoint_frequency": 1, "checkpoint_at_end": True})
         spec["config"] = experiment_config(spec)

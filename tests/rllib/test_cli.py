@@ -406,6 +406,28 @@ def test_report_refuses_a_folder_without_trials_and_an_unevaluated_trial(tmp_pat
     assert line.startswith("error: ") and trial.name in line and "rllib evaluate" in line
 
 
+def test_a_stop_past_the_end_of_a_time_clocked_lr_schedule_is_noted_before_training(tmp_path, rllib_here):
+    """``--stop`` lengthening the tuned example's hour leaves the rest of the run at its cosine's
+    last rate: the command says so while it checks the file (a storage path under a file then
+    stops it before Ray, so nothing trains here)."""
+    example = str(Path(__file__).resolve().parents[2] / "tuned_examples" / "synpo_gridworld.yaml")
+    (tmp_path / "a_file").write_text("")
+    command = ["train", "file", example, "--storage-path", str(tmp_path / "a_file" / "runs")]
+    longer = rllib_here(*command, "--stop", '{"time_total_s": 7200}')
+    assert longer.returncode == 2
+    (note,) = longer.stdout.splitlines()
+    assert note.startswith(
+        "note: experiment 'synpo-gridworld': its lr schedule ends at 3600 training seconds, before "
+        "stop time_total_s 7200; the learning rate stays at 2e-05 from there"
+    )
+    stretched = rllib_here(
+        *command, "--stop", '{"time_total_s": 7200}', "--config", '{"lr": [[0, 0.001], [7200, 2.0e-05]]}'
+    )
+    as_filed = rllib_here(*command)
+    assert stretched.returncode == as_filed.returncode == 2
+    assert stretched.stdout == as_filed.stdout == ""
+
+
 # The PPO example names an imitation checkpoint to start from: tests/rllib/test_ppo.py checks it.
 TUNED_EXAMPLES = sorted(
     p
