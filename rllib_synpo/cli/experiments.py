@@ -411,12 +411,13 @@ def lr_schedule_note(name: str, spec: dict) -> str | None:
 
     config, stop = spec.get("config") or {}, spec.get("stop") or {}
     budget, schedule = stop.get("time_total_s"), config.get("lr")
+    # The file's checks have passed: ``lr`` is a number, a Tune search or a valid schedule.
     if config.get("lr_schedule_clock") != TRAINING_SECONDS or not is_number(budget):
         return None
-    if not isinstance(schedule, list) or not schedule or not isinstance(schedule[-1], list):
+    if not isinstance(schedule, list):
         return None
     end, last_rate = schedule[-1]
-    if not is_number(end) or end >= budget:
+    if end >= budget:
         return None
     return (
         f"note: experiment {name!r}: its lr schedule ends at {end:g} training seconds, before "
