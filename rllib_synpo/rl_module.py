@@ -26,8 +26,8 @@ from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 
 from rllib_synpo.columns import EXPERT_ACTION, TASK_LABELS
 from rllib_synpo.losses import loss_inputs
-from rllib_synpo.networks import ENCODERS, NETWORKS, SynPoOutputs, make_network
-from rllib_synpo.networks.factory import OPTION_DEFAULTS, OPTION_NETWORKS
+from rllib_synpo.networks import ENCODERS, SynPoOutputs, make_network
+from rllib_synpo.networks.factory import NETWORK_RULE, OPTION_DEFAULTS, OPTION_NETWORKS
 from rllib_synpo.networks.subgoals import SUBGOAL_MODES
 from rllib_synpo.networks.synpo import COEFFICIENT_FUNCTIONS, option_conflict
 from rllib_synpo.utils.checks import BOOLEAN, DROPOUT, DROPOUT_OR_SCHEDULE, check_settings, one_of
@@ -76,7 +76,7 @@ def check_model_config(model_config: dict[str, Any]) -> dict[str, Any]:
             BOOLEAN: ("normalize_embeddings", "hidden_env_symmetries", "maze_map", "map_routes"),
         },
     )
-    check_settings(checked, {one_of(sorted(ENCODERS)): ("encoder",), one_of(sorted(NETWORKS)): ("network",)})
+    check_settings(checked, {one_of(sorted(ENCODERS)): ("encoder",), NETWORK_RULE: ("network",)})
     network = checked["network"]
     for key, value in options.items():
         if network in OPTION_NETWORKS[key]:

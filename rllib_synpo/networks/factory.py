@@ -26,6 +26,7 @@ NETWORKS: dict[str, type[nn.Module]] = {
     "sf": SuccessorFeatureNetwork,
     "sf_env": EnvironmentSuccessorFeatureNetwork,
 }
+NETWORK_RULE = one_of(sorted(NETWORKS))  # model_config "network", checked here and in check_model_config
 
 # The options beyond the layer sizes, with their defaults (the paper's), and the networks that
 # take each; the others refuse a value other than the default.
@@ -59,7 +60,7 @@ def make_network(
 ) -> nn.Module:
     """The network ``kind`` (one of `NETWORKS`) for these spaces; ``sizes`` are the shared model
     config (encoder, encoder_kwargs, feature_dim, embedding_dim, basis_dim, hidden_dim)."""
-    check_settings({"network": kind}, {one_of(sorted(NETWORKS)): ("network",)})
+    check_settings({"network": kind}, {NETWORK_RULE: ("network",)})
     # Checked here, where every network is built: a negative size would fail
     # deep in torch and a zero one build an empty layer.
     check_settings({key: sizes.get(key, 1) for key in LAYER_SIZE_KEYS}, {POSITIVE_INT: LAYER_SIZE_KEYS})
