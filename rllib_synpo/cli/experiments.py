@@ -417,13 +417,20 @@ def lr_schedule_note(name: str, spec: dict) -> str | None:
     if not isinstance(schedule, list):
         return None
     end, last_rate = schedule[-1]
-    if end >= budget:
+    if not 0 < end < budget:  # a one-point schedule is a constant rate
         return None
+    stretched = [[_number(time * budget / end), rate] for time, rate in schedule]
     return (
         f"note: experiment {name!r}: its lr schedule ends at {end:g} training seconds, before "
         f"stop time_total_s {budget:g}; the learning rate stays at {last_rate:g} from there "
-        "(a schedule to the new end goes in --config '{\"lr\": [[0, ...], ...]}')"
+        f"(the same schedule stretched to the new end: --config '{json.dumps({'lr': stretched})}')"
     )
+
+
+def _number(value: float) -> int | float:
+    """``value`` to 6 significant digits, as an int when it is whole (for a JSON line)."""
+    rounded = float(f"{value:.6g}")
+    return int(rounded) if rounded.is_integer() else rounded
 
 
 def experiment_config(spec: dict) -> dict:

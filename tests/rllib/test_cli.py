@@ -420,9 +420,10 @@ def test_a_stop_past_the_end_of_a_time_clocked_lr_schedule_is_noted_before_train
         "note: experiment 'synpo-gridworld': its lr schedule ends at 3600 training seconds, before "
         "stop time_total_s 7200; the learning rate stays at 2e-05 from there"
     )
-    stretched = rllib_here(
-        *command, "--stop", '{"time_total_s": 7200}', "--config", '{"lr": [[0, 0.001], [7200, 2.0e-05]]}'
-    )
+    suggested = note.split("--config '")[1].removesuffix("')")
+    schedule = json.loads(suggested)["lr"]
+    assert schedule[0] == [0, 0.001] and schedule[1] == [900, 0.000963] and schedule[-1] == [7200, 2.0e-05]
+    stretched = rllib_here(*command, "--stop", '{"time_total_s": 7200}', "--config", suggested)
     as_filed = rllib_here(*command)
     assert stretched.returncode == as_filed.returncode == 2
     assert stretched.stdout == as_filed.stdout == ""
