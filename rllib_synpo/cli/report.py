@@ -12,7 +12,8 @@ def report_command(args: argparse.Namespace) -> int:
     _check_experiment_folder(args.experiment)
     if args.out:
         check_output_folder(args.out, "--out")
-    from rllib_synpo.studies.report import ReportError, report_experiment
+    from rllib_synpo.studies.report import report_experiment
+    from rllib_synpo.studies.trials import ReportError
 
     try:
         paths = report_experiment(args.experiment, args.out)

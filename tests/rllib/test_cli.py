@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from rllib_synpo.studies import report
+from rllib_synpo.studies.trials import read_progress
 from tests.rllib.conftest import TINY_MODEL
 
 RLLIB = [sys.executable, "-m", "rllib_synpo.cli"]
@@ -250,7 +250,7 @@ def test_resume_reruns_a_trial_whose_process_died_from_its_last_checkpoint(tmp_p
     assert done.count(1) == 1  # it went on from a checkpoint rather than starting afresh
     # Tune appended the resumed run's results; the report reads each iteration once.
     trial_folder = next(storage.glob("killed/*/result.json")).parent
-    assert report.read_progress(trial_folder)["training_iteration"].tolist() == list(range(1, iterations + 1))
+    assert read_progress(trial_folder)["training_iteration"].tolist() == list(range(1, iterations + 1))
 
 
 @pytest.mark.parametrize(

@@ -18,9 +18,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rllib_synpo.studies import report
+from rllib_synpo.studies.figures import curve_band, evaluation_rows, mean_matrix
 from rllib_synpo.studies.paper_numbers import BLIND, TABLE1
-from rllib_synpo.studies.report import ReportError, report_experiment
+from rllib_synpo.studies.report import report_experiment
+from rllib_synpo.studies.study import format_value, group_labels, read_study, short_names
+from rllib_synpo.studies.trials import ReportError, Trial, flatten
 
 STATES = "learners/__all_modules__/num_module_steps_trained_lifetime"
 SEEN, UNSEEN = "evaluation/seen_avg_success_rate", "evaluation/unseen_avg_success_rate"
@@ -231,13 +233,13 @@ def test_two_networks_three_seeds_number_by_number(networks_study):
 
 
 def test_out_folder_and_the_seeds_mean_success_matrix(networks_study, tmp_path):
-    study = report.read_study(networks_study)
+    study = read_study(networks_study)
     assert [len(g.trials) for g in study.groups] == [3, 3]
     matrices = [
         np.array([[1.0, np.nan, 0.0], [0.5, 0.5, np.nan]]),
         np.array([[0.0, np.nan, 0.0], [1.0, 0.5, 0.2]]),
     ]
-    mean = report.mean_matrix(matrices, study.groups[0])
+    mean = mean_matrix(matrices, study.groups[0])
     np.testing.assert_allclose(mean, [[0.5, np.nan, 0.0], [0.75, 0.5, 0.2]])
     assert study.groups[0].trials[0].seen_mask.tolist() == [[True, False, False], [False, True, False]]
     out = tmp_path / "elsewhere"
@@ -384,7 +386,7 @@ def test_states_and_curves_come_from_result_json_where_progress_csv_lacks_their_
     row = _rows(exp / "report")["warmup"]
     assert row["states_trained_mean"] == pytest.approx((4096 + 8192) / 2)
     assert row["train_minutes_mean"] == pytest.approx(3.0)
-    (group,) = report.read_study(exp).groups
+    (group,) = read_study(exp).groups
     unseen = sorted(
         float(t.progress["evaluation/unseen_avg_success_rate"].dropna().iloc[0]) for t in group.trials
     )
@@ -414,10 +416,10 @@ def test_a_resumed_trial_counts_each_iteration_once_from_the_timeline_it_ended_o
         for iteration, seconds, unseen in first_run + resumed_from_2
     ]
     (exp / trial["relative_logdir"] / "result.json").write_text("\n".join(lines) + "\n")
-    (evaluated,) = report.read_study(exp).groups[0].trials
+    (evaluated,) = read_study(exp).groups[0].trials
     assert evaluated.progress["training_iteration"].tolist() == [1, 2, 3, 4, 5, 6]
     assert evaluated.progress["time_total_s"].tolist() == [60.0, 120.0, 170.0, 230.0, 290.0, 350.0]
-    rows = report.evaluation_rows(evaluated)
+    rows = evaluation_rows(evaluated)
     assert rows[UNSEEN].tolist() == [0.3, 0.4, 0.6]
 
 
@@ -432,7 +434,7 @@ def test_progress_csv_rows_a_resumed_trial_appended_under_other_columns_are_left
         "training_iteration,time_total_s\n1,60.0\n2,120.0\n"
         "3,170.0,2048,0.9,0.4\n3,175.0\n"  # a longer row from the resumed run, then one that fits
     )
-    (evaluated,) = report.read_study(exp).groups[0].trials
+    (evaluated,) = read_study(exp).groups[0].trials
     assert evaluated.progress["training_iteration"].tolist() == [1, 2, 3]
     assert evaluated.progress["time_total_s"].tolist() == [60.0, 120.0, 175.0]
 
@@ -512,7 +514,7 @@ def test_trials_of_two_runs_into_one_folder_are_reported_together(tmp_path):
     exp.mkdir()
     _state(exp, [_trial(exp, 0, {"seed": 0}, _params(0), seen=0.2)], stamp="2026-12-01_09-00-00")
     _state(exp, [_trial(exp, 1, {"seed": 1}, _params(1), seen=0.4)], stamp="2026-12-02_09-00-00")
-    study = report.read_study(exp)
+    study = read_study(exp)
     assert [len(g.trials) for g in study.groups] == [2]
     assert [state.name for state in study.state_files] == [
         "experiment_state-2026-12-01_09-00-00.json",
@@ -536,26 +538,26 @@ def test_learning_curves_align_seeds_by_evaluation_and_truncate_to_the_shortest(
             _trial(exp, 1, {"seed": 1}, _params(1), seconds=1200.0, evaluations={1: (0.4, 0.2)}),
         ],
     )
-    group = report.read_study(exp).groups[0]
-    curves = [report.evaluation_rows(t) for t in group.trials]
+    group = read_study(exp).groups[0]
+    curves = [evaluation_rows(t) for t in group.trials]
     assert [len(c) for c in curves] == [2, 1]
-    minutes, mean, std = report.curve_band(curves, "seen")
+    minutes, mean, std = curve_band(curves, "seen")
     # seed 0's first evaluation (5 minutes, 20 %) beside seed 1's only one (20 minutes, 40 %)
     assert minutes.tolist() == pytest.approx([12.5]) and mean.tolist() == pytest.approx([30.0])
     assert std.tolist() == pytest.approx([math.sqrt(200)])
-    assert report.curve_band(curves[:1], "unseen")[2] is None
+    assert curve_band(curves[:1], "unseen")[2] is None
 
 
 def test_short_unique_names_of_grid_keys():
     keys = ["_model_config/network", "split/ratio/seed", "split/ratio/fraction", "a/l2", "b/l2"]
-    assert report.short_names(keys) == {
+    assert short_names(keys) == {
         "_model_config/network": "network",
         "split/ratio/seed": "ratio/seed",
         "split/ratio/fraction": "fraction",
         "a/l2": "a/l2",
         "b/l2": "b/l2",
     }
-    assert [report.format_value(v) for v in (0.0, 0.001, 1e-05, 3, "mlp", None, [1, 2])] == [
+    assert [format_value(v) for v in (0.0, 0.001, 1e-05, 3, "mlp", None, [1, 2])] == [
         "0",
         "0.001",
         "1e-05",
@@ -576,13 +578,11 @@ def test_a_grid_over_whole_model_configs_is_labelled_by_what_tells_the_groups_ap
     }
     configs = [plain, coefficients, {**coefficients, "network": "synpo"}]
     trials = [
-        report.Trial(
-            f"t{i}_{seed}", "TERMINATED", None, report.flatten({"_model_config": c, "seed": seed}), {}
-        )
+        Trial(f"t{i}_{seed}", "TERMINATED", None, flatten({"_model_config": c, "seed": seed}), {})
         for i, c in enumerate(configs)
         for seed in (0, 1)
     ]
-    labels = report.group_labels(trials, "table1")
+    labels = group_labels(trials, "table1")
     assert [labels[f"t{i}_0"] for i in range(3)] == ["network=mlp", "network=mtl", "network=synpo"]
     assert labels["t1_0"] == labels["t1_1"]
 
@@ -591,10 +591,10 @@ def test_model_configs_that_each_set_a_different_option_are_labelled_by_their_ow
     base = {"network": "synpo", "normalize_embeddings": True}
     configs = [{**base, "basis_dim": 32}, {**base, "coefficient_dropout": 0.25}]
     trials = [
-        report.Trial(f"t{i}", "TERMINATED", None, report.flatten({"_model_config": c, "seed": 0}), {})
+        Trial(f"t{i}", "TERMINATED", None, flatten({"_model_config": c, "seed": 0}), {})
         for i, c in enumerate(configs)
     ]
-    assert report.group_labels(trials, "screen") == {"t0": "basis_dim=32", "t1": "coefficient_dropout=0.25"}
+    assert group_labels(trials, "screen") == {"t0": "basis_dim=32", "t1": "coefficient_dropout=0.25"}
 
 
 def test_importing_the_module_loads_neither_ray_nor_matplotlib():
