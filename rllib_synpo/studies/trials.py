@@ -255,7 +255,8 @@ def read_evaluated(trial: Trial, experiment: Path) -> EvaluatedTrial:
     if not summary_path.is_file():
         raise ReportError(
             f"trial {trial.folder} has finished but has no {EVALUATION_DIR}/{SUMMARY_FILE}; "
-            f"run `rllib evaluate {experiment}` first"
+            f"run `rllib evaluate {experiment}` first (the report reads each trial's own "
+            f"{EVALUATION_DIR}/ folder, not one written elsewhere with --out)"
         )
     summary = read_json(summary_path)
     if not isinstance(summary, dict) or not all(isinstance(summary.get(part), dict) for part in PARTS):
