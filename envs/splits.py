@@ -191,6 +191,8 @@ def random_split(
     First a cover is built greedily (the least-covered environment takes the least-covered task
     it lacks, ties broken at random), then the remaining seen pairs are drawn uniformly.
     """
+    if not is_int(seed) or seed < 0:  # numpy's own refusal names no value
+        raise SplitError(f"seed={seed!r} must be an integer >= 0")
     total = num_envs * num_tasks
     if not 0 < num_seen <= total:
         raise SplitError(f"num_seen={num_seen} must be in [1, {total}] for {num_envs} x {num_tasks} pairs")

@@ -27,10 +27,18 @@ from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 from rllib_synpo.columns import EXPERT_ACTION, TASK_LABELS
 from rllib_synpo.losses import loss_inputs
 from rllib_synpo.networks import ENCODERS, SynPoOutputs, make_network
-from rllib_synpo.networks.factory import NETWORK_RULE, OPTION_DEFAULTS, OPTION_NETWORKS
+from rllib_synpo.networks.encoders import check_encoder_kwargs
+from rllib_synpo.networks.factory import LAYER_SIZE_KEYS, NETWORK_RULE, OPTION_DEFAULTS, OPTION_NETWORKS
 from rllib_synpo.networks.subgoals import SUBGOAL_MODES
 from rllib_synpo.networks.synpo import COEFFICIENT_FUNCTIONS, option_conflict
-from rllib_synpo.utils.checks import BOOLEAN, DROPOUT, DROPOUT_OR_SCHEDULE, check_settings, one_of
+from rllib_synpo.utils.checks import (
+    BOOLEAN,
+    DROPOUT,
+    DROPOUT_OR_SCHEDULE,
+    POSITIVE_INT,
+    check_settings,
+    one_of,
+)
 from rllib_synpo.utils.console import quiet_rllib_notices
 
 # Extra outputs of the training forward pass, read by the learner.
@@ -76,7 +84,11 @@ def check_model_config(model_config: dict[str, Any]) -> dict[str, Any]:
             BOOLEAN: ("normalize_embeddings", "hidden_env_symmetries", "maze_map", "map_routes"),
         },
     )
-    check_settings(checked, {one_of(sorted(ENCODERS)): ("encoder",), NETWORK_RULE: ("network",)})
+    check_settings(
+        checked,
+        {one_of(sorted(ENCODERS)): ("encoder",), NETWORK_RULE: ("network",), POSITIVE_INT: LAYER_SIZE_KEYS},
+    )
+    check_encoder_kwargs(checked["encoder"], checked["encoder_kwargs"])
     network = checked["network"]
     for key, value in options.items():
         if network in OPTION_NETWORKS[key]:

@@ -45,7 +45,7 @@ CONFIG_ALIASES = {"model_config": "_model_config"}
 TUNE_SEARCH_KEYS = {"grid_search", "choice", "uniform", "loguniform", "randint", "quniform", "normal"}
 # RLlib settings its configs' validate() leaves to the trial (where a bad one fails after Ray started).
 RLLIB_SETTING_RULES: dict[Rule, tuple[str, ...]] = {
-    optional(NON_NEGATIVE_INT): ("seed",),
+    optional(NON_NEGATIVE_INT): ("seed", "evaluation_interval"),
     NON_NEGATIVE_INT: ("num_env_runners",),
     NON_NEGATIVE_NUMBER: ("num_cpus_for_main_process", "num_cpus_per_env_runner"),
 }
@@ -62,8 +62,6 @@ PATH_SETTINGS = (
     ("env_config", "gridworld", "mazes"),
     ("env_config", "thor", "local_executable_path"),
 )
-# The resource settings that size a trial, and their RLlib defaults.
-CPU_SETTINGS = {"num_env_runners": 0, "num_cpus_for_main_process": 1, "num_cpus_per_env_runner": 1}
 EXPERIMENTS_EXPECTED = "expected a mapping of experiment names to {run, env, stop, config}"
 
 
@@ -169,6 +167,22 @@ def _check_experiment(source: str, name: str, spec: Any, *, local_ray: bool) -> 
     if unknown:
         raise UsageError(f"{where}: unknown config key(s) {unknown} for {spec['run']}")
     _check_variants(where, default, config, local_ray=local_ray)
+    if local_ray:
+        _check_local_gpus(where, spec)
+
+
+def _check_local_gpus(where: str, spec: dict) -> None:
+    """A trial that asks for more GPUs than this machine has would wait for them forever on the
+    local Ray."""
+    import torch
+
+    asked, here = trial_resources(spec)["GPU"], torch.cuda.device_count()
+    if asked > here:
+        raise UsageError(
+            f"{where}: a trial asks for {asked:g} GPU(s) (num_gpus_per_learner, num_gpus_per_env_runner), "
+            f"and this machine has {here}: expected at most {here} on a local Ray, or --address of a "
+            "Ray cluster with GPUs"
+        )
 
 
 def _check_experiment_keys(where: str, spec: Any) -> None:
@@ -473,19 +487,24 @@ def _absolute_path(value: Any) -> Any:
     return value
 
 
-def needed_cpus(experiments: dict) -> int:
-    """The most CPUs one trial asks for: its main process's plus each env runner's, over the
-    grid combinations (a random search space counts as RLlib's default)."""
-    needed = 1
-    for spec in experiments.values():
-        config = spec.get("config") or {}
-        resources = {key: config[key] for key in CPU_SETTINGS if key in config}
-        for variant, _ in grid_variants(resources):
-            value = {key: _number_or(variant.get(key), dflt) for key, dflt in CPU_SETTINGS.items()}
-            runners_cpus = int(value["num_env_runners"]) * int(value["num_cpus_per_env_runner"])
-            needed = max(needed, int(value["num_cpus_for_main_process"]) + runners_cpus)
-    return needed
+def trial_resources(spec: dict) -> dict[str, float]:
+    """The most CPUs and GPUs one trial of an experiment asks for over its grid combinations,
+    as RLlib requests them (`Algorithm.default_resource_request`: the main process, env runners,
+    learners); a setting drawn from a random search space counts at RLlib's default."""
+    algo_class = algorithm_class(spec["run"])
+    most = {"CPU": 1.0, "GPU": 0.0}
+    for variant, _ in grid_variants(experiment_config(spec)):
+        with warnings.catch_warnings():  # RLlib's notes on validating a config
+            warnings.simplefilter("ignore")
+            request = algo_class.default_resource_request(_without_search(variant)).required_resources
+        most = {kind: max(amount, float(request.get(kind, 0))) for kind, amount in most.items()}
+    return most
 
 
-def _number_or(value: Any, default: float) -> float:
-    return value if is_number(value) else default
+def _without_search(config: dict) -> dict:
+    """``config`` without the settings drawn from random search spaces (at any depth)."""
+    return {
+        key: _without_search(value) if isinstance(value, dict) else value
+        for key, value in config.items()
+        if not _is_tune_search(value)
+    }

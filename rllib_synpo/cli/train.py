@@ -12,6 +12,7 @@ import contextlib
 import io
 import json
 import logging
+import math
 import os
 import shlex
 import socket
@@ -25,7 +26,7 @@ from rllib_synpo.cli.experiments import (
     experiment_config,
     load_experiments,
     lr_schedule_note,
-    needed_cpus,
+    trial_resources,
 )
 
 DEFAULT_STORAGE = "~/ray_results"
@@ -259,9 +260,10 @@ def _init_ray(address: str | None, source: str, experiments: dict) -> None:
             raise UsageError(f"{source} {address!r}: {first_line(err)}: {ADDRESS_EXPECTED}") from None
         return
     # A trial asks for its main process's CPUs (its torch threads: Ray sets OMP_NUM_THREADS to
-    # them) + 1 per env runner; on a small machine more logical CPUs than cores keep it from
-    # waiting forever (the processes then share the cores).
-    num_cpus = max(os.cpu_count() or 1, needed_cpus(experiments))
+    # them) + its env runners' and learners'; on a small machine more logical CPUs than cores
+    # keep it from waiting forever (the processes then share the cores).
+    needed = max(trial_resources(spec)["CPU"] for spec in experiments.values())
+    num_cpus = max(os.cpu_count() or 1, math.ceil(needed))
     # "local": a new Ray of our own even when another one runs on this machine (joining a
     # cluster is what --address / RAY_ADDRESS are for).
     ray.init(address="local", num_cpus=num_cpus, include_dashboard=False)

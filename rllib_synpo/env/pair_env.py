@@ -19,6 +19,7 @@ trajectories directly (what `ExpertEnvRunner.sample_trajectories` uses).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -29,12 +30,21 @@ from synpo_envs.gridworld.constants import NUM_ACTIONS, NUM_TASKS
 from synpo_envs.gridworld.mazes import resolve_mazes
 
 from rllib_synpo.env.trajectory import FrameLayout, Trajectory
+from rllib_synpo.utils.checks import POSITIVE_INT, check_settings
 
 PAIRS_ENV_NAME = "synpo_pairs"  # the name it is registered under with Ray Tune
 BEHAVIOURS = ("expert", "policy")
 ENV_CONFIG_KEYS = {"num_slots", "pairs", "behaviour", "expert_epsilon", "seed", "gridworld", "relabel"}
 DEFAULT_NUM_SLOTS = 16
 SEED_STRIDE = 100_003
+
+
+def slot_count(config: Mapping[str, Any], default: int = DEFAULT_NUM_SLOTS) -> int:
+    """A pairs env config's ``num_slots`` (``default`` where unset); a ValueError unless it is an
+    integer >= 1."""
+    num_slots = config.get("num_slots", default)
+    check_settings({"env_config num_slots": num_slots}, {POSITIVE_INT: ("env_config num_slots",)})
+    return int(num_slots)
 
 
 def shard_pairs(pairs: list, worker_index: int, num_workers: int) -> list:
@@ -96,7 +106,7 @@ class SynPoPairsEnv(MultiAgentEnv):
         config, worker_index, num_workers, self.behaviour, self.epsilon = pair_env_options(
             config, ENV_CONFIG_KEYS, "SynPoPairsEnv"
         )
-        num_slots = int(config.get("num_slots", DEFAULT_NUM_SLOTS))
+        num_slots = slot_count(config)
         gridworld = dict(config.get("gridworld", {}))
         pairs = config.get("pairs")
         if pairs is None:

@@ -46,7 +46,7 @@ from synpo_envs.thor.constants import (
 )
 from synpo_envs.thor.expert import NoPlanError, ThorExpert
 
-from rllib_synpo.env.pair_env import SEED_STRIDE, ResetSeeds, pair_env_options, shard_pairs
+from rllib_synpo.env.pair_env import SEED_STRIDE, ResetSeeds, pair_env_options, shard_pairs, slot_count
 from rllib_synpo.env.trajectory import FrameLayout
 
 THOR_PAIRS_ENV_NAME = "synpo_thor_pairs"  # the name it is registered under with Ray Tune
@@ -127,9 +127,7 @@ class ThorPairsEnv(MultiAgentEnv):
         )
         if config.get("relabel"):
             raise ValueError("relabel (relabel_seen_tasks) is gridworld-only; set it to False for THOR")
-        num_slots = int(config.get("num_slots", DEFAULT_NUM_SLOTS))
-        if num_slots < 1:
-            raise ValueError(f"num_slots must be >= 1, got {num_slots}")
+        num_slots = slot_count(config, DEFAULT_NUM_SLOTS)
         options = thor_options(config.get("thor"))
         pairs = config.get("pairs")
         if pairs is None:

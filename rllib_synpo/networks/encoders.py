@@ -4,11 +4,13 @@ Plain torch, no Ray."""
 from __future__ import annotations
 
 import inspect
+from collections.abc import Mapping
 
 import torch
 from torch import nn
 
 from rllib_synpo.networks.thor_encoder import ThorStateEncoder
+from rllib_synpo.utils.checks import BOOLEAN, POSITIVE_INT, Rule, check_settings
 
 PIXEL_SCALE = 255.0
 RGB_CHANNELS = 3
@@ -146,13 +148,35 @@ ENCODERS = {
 }
 
 
-def make_encoder(name: str, obs_shape: tuple[int, int, int], feature_dim: int, **kwargs) -> nn.Module:
+# What each ``encoder_kwargs`` entry must be, by name, for every encoder that takes it.
+ENCODER_OPTION_RULES: dict[str, Rule] = {
+    "width": POSITIVE_INT,
+    "batch_norm": BOOLEAN,
+    "channels": POSITIVE_INT,
+    "held_dim": POSITIVE_INT,
+    "hidden_dim": POSITIVE_INT,
+    "num_held": POSITIVE_INT,
+}
+
+
+def check_encoder_kwargs(name: str, kwargs: object) -> None:
+    """A ValueError unless ``name`` is an encoder and ``kwargs`` a mapping of its options
+    (`ENCODER_OPTION_RULES`), each a valid value."""
     if name not in ENCODERS:
         raise ValueError(f"unknown encoder {name!r}; expected one of {sorted(ENCODERS)}")
+    if not isinstance(kwargs, Mapping):
+        raise ValueError(f"encoder_kwargs {kwargs!r}: expected a mapping of encoder {name!r}'s options")
     options = set(inspect.signature(ENCODERS[name]).parameters) - {"obs_shape", "feature_dim"}
     unknown = sorted(set(kwargs) - options)
     if unknown:
         raise ValueError(
             f"unknown encoder_kwargs {unknown} for encoder {name!r}; it takes {sorted(options) or 'none'}"
         )
+    for key, value in kwargs.items():
+        name = f"encoder_kwargs {key}"
+        check_settings({name: value}, {ENCODER_OPTION_RULES[key]: (name,)})
+
+
+def make_encoder(name: str, obs_shape: tuple[int, int, int], feature_dim: int, **kwargs) -> nn.Module:
+    check_encoder_kwargs(name, kwargs)
     return ENCODERS[name](obs_shape, feature_dim=feature_dim, **kwargs)

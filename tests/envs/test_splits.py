@@ -59,6 +59,8 @@ def test_json_round_trip(tmp_path):
         (dict(num_seen=10), "at least 80"),
         (dict(num_seen=401), r"\[1, 400\]"),
         (dict(min_per_env=21), "exceeds"),
+        (dict(seed=-1), r"seed=-1 must be an integer >= 0"),
+        (dict(seed="x"), r"seed='x' must be an integer >= 0"),
     ],
 )
 def test_impossible_requests_are_explained(kwargs, message):

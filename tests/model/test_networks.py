@@ -1,5 +1,7 @@
 """Network shapes and structure, without Ray."""
 
+import inspect
+import re
 import subprocess
 import sys
 
@@ -8,7 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from rllib_synpo.losses import CONDITIONED_ENV_ID
-from rllib_synpo.networks import CompactEncoder, PaperResNetEncoder, SynPoNetwork
+from rllib_synpo.networks import ENCODERS, CompactEncoder, PaperResNetEncoder, SynPoNetwork
+from rllib_synpo.networks.encoders import ENCODER_OPTION_RULES
 from rllib_synpo.networks.synpo import UNKNOWN_ENV
 
 OBS_SHAPE = (12, 16, 16)
@@ -140,6 +143,25 @@ def test_unknown_encoder_option_is_named_with_the_accepted_ones():
         _net(encoder="compact", encoder_kwargs={"batchnorm": True})
     with pytest.raises(ValueError, match=r"\['width'\] for encoder 'paper_resnet'; it takes none"):
         _net(encoder="paper_resnet", encoder_kwargs={"width": 8})
+
+
+@pytest.mark.parametrize(
+    "encoder, kwargs, message",
+    [
+        ("compact", {"width": 0}, "encoder_kwargs width must be an integer >= 1, got 0"),
+        ("compact", {"batch_norm": "yes"}, "encoder_kwargs batch_norm must be true or false, got 'yes'"),
+        ("dense", {"width": 2.5}, "encoder_kwargs width must be an integer >= 1, got 2.5"),
+    ],
+)
+def test_bad_encoder_option_values_are_named(encoder, kwargs, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        _net(encoder=encoder, encoder_kwargs=kwargs)
+
+
+def test_every_encoder_option_has_a_rule():
+    for encoder in ENCODERS.values():
+        options = set(inspect.signature(encoder).parameters) - {"obs_shape", "feature_dim"}
+        assert options <= set(ENCODER_OPTION_RULES), encoder
 
 
 def test_networks_do_not_import_ray():

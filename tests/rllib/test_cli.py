@@ -485,9 +485,12 @@ def test_storage_paths_are_made_absolute_and_uris_kept():
             },
             4,
         ),
+        ({"num_learners": 2}, 3),  # the main process and one CPU per learner
+        ({"num_learners": 2, "num_cpus_for_main_process": 2, "lr": {"loguniform": [1e-4, 1e-3]}}, 4),
     ],
 )
 def test_local_ray_has_the_cpus_a_trial_asks_for(config, cpus):
-    from rllib_synpo.cli.experiments import needed_cpus as _needed_cpus
+    from rllib_synpo.cli.experiments import trial_resources
 
-    assert _needed_cpus({"a": {"config": {}}, "b": {"config": config}}) == cpus
+    spec = {"run": "SynPo", "env": "synpo_pairs", "config": config}
+    assert trial_resources(spec) == {"CPU": cpus, "GPU": 0}

@@ -431,10 +431,32 @@ def _refusal(path: Path) -> str:
             "(grid num_cpus_for_main_process=x): `num_cpus_for_main_process` must be a number >= 0",
         ),
         ({"env_config": _gridworld(mazes=[5])}, "maze file entry 5: expected the path of a maze file"),
+        ({"env_config": {"num_slots": 0}}, "env_config num_slots must be an integer >= 1, got 0"),
+        ({"model_config": {**TINY_MODEL, "hidden_dim": 0}}, "hidden_dim must be an integer >= 1, got 0"),
+        (
+            {"model_config": {**TINY_MODEL, "encoder_kwargs": {"width": -3}}},
+            "encoder_kwargs width must be an integer >= 1, got -3",
+        ),
+        ({"model_config": {**TINY_MODEL, "encoder_kwargs": 5}}, "encoder_kwargs 5: expected a mapping"),
+        (
+            {"warmup_trajectories": 8, "replay_capacity": 4},
+            "`warmup_trajectories` 8 exceeds `replay_capacity` 4",
+        ),
+        ({"evaluation_interval": -5}, "`evaluation_interval` must be None or an integer >= 0, got -5"),
+        ({"split": {"random": {"seed": -1}}}, "seed=-1 must be an integer >= 0"),
     ],
 )
 def test_config_settings_that_would_fail_in_the_trial(tmp_path, config, fragment):
     assert fragment in _refusal(_experiment_file(tmp_path, **config))
+
+
+def test_a_trial_that_asks_for_more_gpus_than_the_machine_has(tmp_path):
+    import torch
+
+    asked = torch.cuda.device_count() + 1
+    line = _refusal(_experiment_file(tmp_path, num_gpus_per_learner=asked))
+    assert f"a trial asks for {asked} GPU(s)" in line
+    assert f"this machine has {asked - 1}: expected at most {asked - 1} on a local Ray" in line
 
 
 def test_mazes_and_split_must_agree(tmp_path):

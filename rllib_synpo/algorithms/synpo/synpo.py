@@ -35,7 +35,7 @@ from rllib_synpo.algorithms.last_evaluation import CarriesLastEvaluation
 from rllib_synpo.checkpoint import MODULE_ID, REPLAY_FILE, atomic_pickle, load_pickle, write_meta
 from rllib_synpo.columns import EXECUTED_ACTION, EXPERT_ACTION, NEXT_ROW, TASK_LABELS
 from rllib_synpo.env.expert_env_runner import ExpertEnvRunner, expert_env_to_module, policy_mapping_fn
-from rllib_synpo.env.pair_env import ENV_CONFIG_KEYS, PAIRS_ENV_NAME
+from rllib_synpo.env.pair_env import ENV_CONFIG_KEYS, PAIRS_ENV_NAME, slot_count
 from rllib_synpo.env.registration import register_envs
 from rllib_synpo.env.splits import resolve_split
 from rllib_synpo.env.thor_pair_env import (
@@ -284,9 +284,16 @@ class SynPoConfig(AlgorithmConfig):
         )
         if error:
             self._value_error(error)
+        if self.warmup_trajectories > self.replay_capacity:  # the replay would never start updates
+            self._value_error(
+                f"`warmup_trajectories` {self.warmup_trajectories} exceeds `replay_capacity` "
+                f"{self.replay_capacity}: updates start once the replay holds that many trajectories; "
+                "expected at most `replay_capacity`"
+            )
         try:
             check_model_config(self.model_config)
             split = resolve_split(self.split)
+            slot_count(self.env_config)
         except ValueError as err:  # SplitError too
             self._value_error(str(err))
         unknown = sorted(set(self.env_config) - ENV_CONFIG_KEYS)

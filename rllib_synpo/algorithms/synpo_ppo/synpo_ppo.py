@@ -46,7 +46,7 @@ from rllib_synpo.algorithms.synpo_ppo.imitation_checkpoint import (
 from rllib_synpo.algorithms.synpo_ppo.torch.synpo_ppo_torch_learner import SynPoPPOTorchLearner
 from rllib_synpo.checkpoint import MODULE_COMPONENT, MODULE_ID, write_meta
 from rllib_synpo.env.expert_env_runner import policy_mapping_fn
-from rllib_synpo.env.pair_env import ENV_CONFIG_KEYS, PAIRS_ENV_NAME
+from rllib_synpo.env.pair_env import ENV_CONFIG_KEYS, PAIRS_ENV_NAME, slot_count
 from rllib_synpo.env.registration import register_envs
 from rllib_synpo.env.splits import resolve_split
 from rllib_synpo.losses import LossWeights
@@ -285,6 +285,7 @@ class SynPoPPOConfig(PPOConfig):
                     "that acted; fine-tune a network trained without env_dropout"
                 )
             split, gridworld = self.resolved_split()
+            slot_count(self.env_config)
         except ValueError as err:
             self._value_error(str(err))
         if self.imitation_checkpoint is not None:
