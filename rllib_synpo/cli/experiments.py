@@ -30,6 +30,7 @@ from rllib_synpo.utils.checks import (
     Rule,
     bad_setting,
     is_number,
+    one_of,
     optional,
 )
 
@@ -43,11 +44,24 @@ CHECKPOINT_KEYS = set(CHECKPOINT_RULES)
 # New-stack names in experiment files -> AlgorithmConfig's dict keys.
 CONFIG_ALIASES = {"model_config": "_model_config"}
 TUNE_SEARCH_KEYS = {"grid_search", "choice", "uniform", "loguniform", "randint", "quniform", "normal"}
+AUTO_OR_NON_NEGATIVE_NUMBER: Rule = (
+    "'auto' or a number >= 0",
+    lambda v: v == "auto" or NON_NEGATIVE_NUMBER[1](v),
+)
 # RLlib settings its configs' validate() leaves to the trial (where a bad one fails after Ray started).
 RLLIB_SETTING_RULES: dict[Rule, tuple[str, ...]] = {
     optional(NON_NEGATIVE_INT): ("seed", "evaluation_interval"),
-    NON_NEGATIVE_INT: ("num_env_runners",),
-    NON_NEGATIVE_NUMBER: ("num_cpus_for_main_process", "num_cpus_per_env_runner"),
+    NON_NEGATIVE_INT: ("num_env_runners", "num_learners"),
+    POSITIVE_INT: ("num_envs_per_env_runner",),
+    NON_NEGATIVE_NUMBER: (
+        "num_cpus_for_main_process",
+        "num_cpus_per_env_runner",
+        "num_gpus_per_env_runner",
+        "num_gpus_per_learner",
+    ),
+    AUTO_OR_NON_NEGATIVE_NUMBER: ("num_cpus_per_learner",),
+    optional(NON_NEGATIVE_NUMBER): ("grad_clip",),  # a negative one would turn the gradients round
+    one_of(["value", "norm", "global_norm"]): ("grad_clip_by",),
 }
 # Settings (key paths into a config, in AlgorithmConfig's keys) that must be mappings.
 MAPPING_SETTINGS = (

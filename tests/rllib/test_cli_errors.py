@@ -444,6 +444,9 @@ def _refusal(path: Path) -> str:
         ),
         ({"evaluation_interval": -5}, "`evaluation_interval` must be None or an integer >= 0, got -5"),
         ({"split": {"random": {"seed": -1}}}, "seed=-1 must be an integer >= 0"),
+        ({"num_learners": 1.5}, "`num_learners` must be an integer >= 0, got 1.5"),
+        ({"num_cpus_per_learner": -1}, "`num_cpus_per_learner` must be 'auto' or a number >= 0, got -1"),
+        ({"grad_clip": -1}, "`grad_clip` must be None or a number >= 0, got -1"),
     ],
 )
 def test_config_settings_that_would_fail_in_the_trial(tmp_path, config, fragment):
