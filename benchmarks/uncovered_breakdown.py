@@ -12,6 +12,7 @@ of trials trained on random split ``--split-seed``:
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -35,6 +36,9 @@ def main() -> None:
     parser.add_argument("matrices", nargs="+", help="success_matrix.csv files, one per training seed")
     parser.add_argument("--split-seed", type=int, required=True, help="the random split's seed")
     args = parser.parse_args()
+    for path in args.matrices:
+        if not Path(path).is_file():
+            parser.error(f"{path!r} is not a file: expected a success_matrix.csv of `rllib evaluate`")
     matrices = np.stack([pd.read_csv(path, index_col=0).to_numpy(dtype=float) for path in args.matrices])
     split = random_split(seed=args.split_seed)
     print(f"split seed {args.split_seed}, {len(matrices)} matrices; AvgSR %")
