@@ -173,8 +173,8 @@ def check_encoder_kwargs(name: str, kwargs: object) -> None:
             f"unknown encoder_kwargs {unknown} for encoder {name!r}; it takes {sorted(options) or 'none'}"
         )
     for key, value in kwargs.items():
-        name = f"encoder_kwargs {key}"
-        check_settings({name: value}, {ENCODER_OPTION_RULES[key]: (name,)})
+        setting = f"encoder_kwargs {key}"
+        check_settings({setting: value}, {ENCODER_OPTION_RULES[key]: (setting,)})
 
 
 def make_encoder(name: str, obs_shape: tuple[int, int, int], feature_dim: int, **kwargs) -> nn.Module:
