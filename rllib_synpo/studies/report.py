@@ -11,23 +11,38 @@ Trials Tune has not finished (pending, running, errored, paused) are left out of
 and named in the report; a finished trial without an evaluation stops the report, since its
 group's numbers would silently come from fewer seeds.
 
+The report folder also gets each reported trial's params.json and evaluation files
+(``<trial>/params.json``, ``summary.json``, ``success_matrix.csv``, ``heatmap.png``), so it holds
+the numbers behind its tables wherever it is kept (the experiment folder's checkpoints and Tune's
+logs stay behind).
+
 Reads only JSON and CSV files: importing this module loads neither Ray nor matplotlib.
 """
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from rllib_synpo.checkpoint import MATRIX_FILE, SUMMARY_FILE, TRIAL_EVALUATION, TRIAL_PARAMS
 from rllib_synpo.studies.figures import plot_curves, plot_heatmaps
 from rllib_synpo.studies.study import Study, read_study
 from rllib_synpo.studies.tables import write_csv, write_markdown
 
 DEFAULT_REPORT_DIR = "report"
+# A trial's files the report folder keeps, by their path in the trial folder.
+TRIAL_RECORD = (
+    TRIAL_PARAMS,
+    f"{TRIAL_EVALUATION}/{SUMMARY_FILE}",
+    f"{TRIAL_EVALUATION}/{MATRIX_FILE}",
+    f"{TRIAL_EVALUATION}/heatmap.png",
+)
 
 
 def write_report(study: Study, out: str | Path) -> list[Path]:
-    """report.md, report.csv, curves.png and heatmap.png of the study in ``out``."""
+    """report.md, report.csv, curves.png and heatmap.png of the study in ``out``, and a folder
+    per reported trial (`copy_trial_records`)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -39,7 +54,26 @@ def write_report(study: Study, out: str | Path) -> list[Path]:
         write_csv(study, out / "report.csv"),
         plot_curves(study.groups, out / "curves.png", f"{name}: periodic evaluations"),
         plot_heatmaps(study.groups, out / "heatmap.png", f"{name}: mean success rate per pair"),
+        *copy_trial_records(study, out),
     ]
+
+
+def copy_trial_records(study: Study, out: Path) -> list[Path]:
+    """Each reported trial's `TRIAL_RECORD` files (those it has) copied flat into
+    ``out/<trial folder's name>/``; returns those folders. An ``out`` that is the experiment
+    folder itself already holds them."""
+    folders = []
+    for evaluated in study.evaluated:
+        source = evaluated.trial.folder
+        folder = out / source.name
+        if folder.resolve() == source.resolve():
+            continue
+        folder.mkdir(exist_ok=True)
+        for relative in TRIAL_RECORD:
+            if (source / relative).is_file():
+                shutil.copyfile(source / relative, folder / Path(relative).name)
+        folders.append(folder)
+    return folders
 
 
 def report_experiment(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -201,7 +202,15 @@ def networks_study(tmp_path) -> Path:
 def test_two_networks_three_seeds_number_by_number(networks_study):
     paths = report_experiment(networks_study, echo=None)
     out = networks_study / "report"
-    assert paths == [out / "report.md", out / "report.csv", out / "curves.png", out / "heatmap.png"]
+    assert paths[:4] == [out / "report.md", out / "report.csv", out / "curves.png", out / "heatmap.png"]
+    trial_folders = sorted(p for p in networks_study.iterdir() if (p / "params.json").is_file())
+    assert sorted(paths[4:]) == [out / trial.name for trial in trial_folders] and len(trial_folders) == 6
+    for trial in trial_folders:  # the numbers behind the table travel with the report
+        record = out / trial.name
+        assert sorted(os.listdir(record)) == ["params.json", "success_matrix.csv", "summary.json"]
+        assert (record / "params.json").read_bytes() == (trial / "params.json").read_bytes()
+        for name in ("summary.json", "success_matrix.csv"):
+            assert (record / name).read_bytes() == (trial / "evaluation" / name).read_bytes()
     rows = _rows(out)
     assert list(rows) == ["network=mlp", "network=synpo"]
     for n, network in enumerate(RATES):
@@ -228,7 +237,7 @@ def test_two_networks_three_seeds_number_by_number(networks_study):
     assert "| 2,000 | 2.0 |" in markdown
     assert "- Missing trials (not finished, left out of the numbers): 0" in markdown
     assert "- Evaluation episodes per pair: 100" in markdown
-    for png in paths[2:]:
+    for png in paths[2:4]:
         assert png.stat().st_size > 1000
 
 
@@ -243,7 +252,11 @@ def test_out_folder_and_the_seeds_mean_success_matrix(networks_study, tmp_path):
     np.testing.assert_allclose(mean, [[0.5, np.nan, 0.0], [0.75, 0.5, 0.2]])
     assert study.groups[0].trials[0].seen_mask.tolist() == [[True, False, False], [False, True, False]]
     out = tmp_path / "elsewhere"
-    assert [p.parent for p in report_experiment(networks_study, out, echo=None)] == [out] * 4
+    assert [p.parent for p in report_experiment(networks_study, out, echo=None)] == [out] * (4 + 6)
+    # into the experiment folder itself: the trial folders are there already, left as they were
+    before = {p: p.read_bytes() for p in networks_study.glob("*/**/*") if p.is_file()}
+    assert len(report_experiment(networks_study, networks_study, echo=None)) == 4
+    assert {p: p.read_bytes() for p in networks_study.glob("*/**/*") if p.is_file()} == before
 
 
 def test_paper_numbers_only_in_the_papers_setting(tmp_path):
