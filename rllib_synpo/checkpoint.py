@@ -31,6 +31,7 @@ TRIAL_PARAMS = "params.json"
 TRIAL_EVALUATION = "evaluation"
 SUMMARY_FILE = "summary.json"
 MATRIX_FILE = "success_matrix.csv"
+HEATMAP_FILE = "heatmap.png"
 MODULE_ID = "synpo"  # every pair slot maps to this one shared module
 # Where an algorithm checkpoint keeps the module (also the `component` argument that restores it).
 MODULE_COMPONENT = f"learner_group/learner/rl_module/{MODULE_ID}"

@@ -20,7 +20,7 @@ from synpo_envs.gridworld import BatchedGridWorld
 from synpo_envs.gridworld.constants import NUM_CELLS
 from synpo_envs.splits import PAIR_SUBSETS, Split, pair_subsets
 
-from rllib_synpo.checkpoint import MATRIX_FILE, SUMMARY_FILE, find_checkpoint, load_checkpoint
+from rllib_synpo.checkpoint import HEATMAP_FILE, MATRIX_FILE, SUMMARY_FILE, find_checkpoint, load_checkpoint
 from rllib_synpo.utils.denormals import flush_denormals_where_wanted
 from rllib_synpo.utils.heap import release_free_heap
 
@@ -360,5 +360,5 @@ def evaluate_checkpoint(
         for part in ("seen", "unseen")
         if summary[part]["pairs"]
     )
-    write_heatmap(matrix, split, out / "heatmap.png", title)
+    write_heatmap(matrix, split, out / HEATMAP_FILE, title)
     return summary

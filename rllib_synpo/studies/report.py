@@ -25,7 +25,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from rllib_synpo.checkpoint import MATRIX_FILE, SUMMARY_FILE, TRIAL_EVALUATION, TRIAL_PARAMS
+from rllib_synpo.checkpoint import HEATMAP_FILE, MATRIX_FILE, SUMMARY_FILE, TRIAL_EVALUATION, TRIAL_PARAMS
 from rllib_synpo.studies.figures import plot_curves, plot_heatmaps
 from rllib_synpo.studies.study import Study, read_study
 from rllib_synpo.studies.tables import write_csv, write_markdown
@@ -36,7 +36,7 @@ TRIAL_RECORD = (
     TRIAL_PARAMS,
     f"{TRIAL_EVALUATION}/{SUMMARY_FILE}",
     f"{TRIAL_EVALUATION}/{MATRIX_FILE}",
-    f"{TRIAL_EVALUATION}/heatmap.png",
+    f"{TRIAL_EVALUATION}/{HEATMAP_FILE}",
 )
 
 
