@@ -79,8 +79,10 @@ def train_file(args: argparse.Namespace) -> int:
     from ray import tune
     from ray.tune.error import TuneError
 
+    from rllib_synpo.cli.interrupt import checkpoint_on_interrupt
+
     _init_ray(address, address_source, experiments)
-    logging.getLogger("ray.tune.tune").addFilter(_without_tunes_resume_hint)
+    logging.getLogger("ray.tune.tune").addFilter(_without_tunes_interrupt_lines)
     logging.getLogger("ray.tune.execution.tune_controller").addFilter(_trial_failure_without_traceback)
     for folder in experiment_folders(experiments):
         print(f"results and TensorBoard logs: {folder} (tensorboard --logdir {folder})")
@@ -88,35 +90,37 @@ def train_file(args: argparse.Namespace) -> int:
     # experiment's folder and, resuming, moves every trial there (a later experiment's
     # checkpoints are then not found), so each experiment is a run of its own that resumes alone.
     trials = []
-    for position, (name, spec) in enumerate(experiments.items()):
-        if args.resume and "://" not in spec["storage_path"]:
-            _forget_decisions_on_failed_trials(Path(spec["storage_path"]) / name)
-        try:
-            trials += tune.run_experiments(
-                {name: spec},
-                # A resume also reruns the trials that errored (a worker killed, a node lost),
-                # each from its last checkpoint.
-                resume="AUTO+ERRORED" if args.resume else False,
-                verbose=1,
-                progress_reporter=progress_reporter({name: spec}),
-            )
-        except TuneError as err:
-            failed = err.args[1] if len(err.args) > 1 else []
-            print(
-                f"error: experiment {name!r}: {_failures(failed)}; once the cause is fixed, "
-                f"rerun them from their last checkpoints with: {_resume_command(args)}",
-                file=sys.stderr,
-            )
-            return TRIAL_FAILED
-        unfinished = [trial for trial in trials if not _reached_stop(trial)]
-        if unfinished:
-            not_started = list(experiments)[position + 1 :]
-            later = f" (experiment(s) {not_started} not started)" if not_started else ""
-            print(
-                f"{len(unfinished)} of {len(trials)} trial(s) stopped before their stop criteria{later}; "
-                f"continue from the last checkpoints with: {_resume_command(args)}"
-            )
-            break
+    with checkpoint_on_interrupt() as callbacks:
+        for position, (name, spec) in enumerate(experiments.items()):
+            if args.resume and "://" not in spec["storage_path"]:
+                _forget_decisions_on_failed_trials(Path(spec["storage_path"]) / name)
+            try:
+                trials += tune.run_experiments(
+                    {name: spec},
+                    # A resume also reruns the trials that errored (a worker killed, a node lost),
+                    # each from its last checkpoint.
+                    resume="AUTO+ERRORED" if args.resume else False,
+                    verbose=1,
+                    progress_reporter=progress_reporter({name: spec}),
+                    callbacks=callbacks,
+                )
+            except TuneError as err:
+                failed = err.args[1] if len(err.args) > 1 else []
+                print(
+                    f"error: experiment {name!r}: {_failures(failed)}; once the cause is fixed, "
+                    f"rerun them from their last checkpoints with: {_resume_command(args)}",
+                    file=sys.stderr,
+                )
+                return TRIAL_FAILED
+            unfinished = [trial for trial in trials if not _reached_stop(trial)]
+            if unfinished:
+                not_started = list(experiments)[position + 1 :]
+                later = f" (experiment(s) {not_started} not started)" if not_started else ""
+                print(
+                    f"{len(unfinished)} of {len(trials)} trial(s) stopped before their stop criteria{later}; "
+                    f"continue from the last checkpoints with: {_resume_command(args)}"
+                )
+                break
     return 0
 
 
@@ -269,10 +273,12 @@ def _init_ray(address: str | None, source: str, experiments: dict) -> None:
     ray.init(address="local", num_cpus=num_cpus, include_dashboard=False)
 
 
-def _without_tunes_resume_hint(record: logging.LogRecord) -> bool:
-    """Drops Tune's hint after Ctrl-C, which names its Python API (``tune.run_experiments(...,
-    resume=True)``); ``train_file`` prints the command that resumes instead."""
-    return "Resume experiment with" not in record.getMessage()
+def _without_tunes_interrupt_lines(record: logging.LogRecord) -> bool:
+    """Drops Tune's lines on Ctrl-C: its notice that it stops (`checkpoint_on_interrupt` prints
+    what happens instead) and its hint that names its Python API (``tune.run_experiments(...,
+    resume=True)``), where ``train_file`` prints the command that resumes."""
+    message = record.getMessage()
+    return "Resume experiment with" not in message and not message.startswith("Stop signal received")
 
 
 def _forget_decisions_on_failed_trials(experiment_folder: Path) -> None:

@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from rllib_synpo.cli.interrupt import SAVING_MESSAGE
 from rllib_synpo.studies.trials import read_progress
 from tests.rllib.conftest import TINY_MODEL
 
@@ -76,11 +77,19 @@ def _checkpoints(storage: Path, experiment: str = "*"):
     return sorted(storage.glob(f"{experiment}/*/checkpoint_*"))
 
 
+def _iterations(storage: Path, experiment: str = "*") -> list[int]:
+    """The training iterations a trial's result.json holds, in the order they were written."""
+    results = next(storage.glob(f"{experiment}/*/result.json"), None)
+    lines = results.read_text().splitlines() if results else []
+    return [json.loads(line)["training_iteration"] for line in lines]
+
+
 def _train_until_checkpoints(
-    experiment: Path, storage: Path, count: int, stdout=subprocess.DEVNULL, name: str = "*"
+    experiment: Path, storage: Path, count: int, stdout=subprocess.DEVNULL, name: str = "*", results: int = 0
 ) -> subprocess.Popen:
     """Starts ``rllib train file`` in a session of its own; returns once it has written ``count``
-    checkpoints (of the experiment ``name``) or ended, or 10 minutes passed."""
+    checkpoints and ``results`` results (of the experiment ``name``) or ended, or 10 minutes
+    passed."""
     process = subprocess.Popen(
         [*RLLIB, "train", "file", str(experiment), "--storage-path", str(storage)],
         stdout=stdout,
@@ -88,7 +97,11 @@ def _train_until_checkpoints(
         start_new_session=True,
     )
     deadline = time.time() + 600
-    while len(_checkpoints(storage, name)) < count and time.time() < deadline and process.poll() is None:
+    while (
+        (len(_checkpoints(storage, name)) < count or len(_iterations(storage, name)) < results)
+        and time.time() < deadline
+        and process.poll() is None
+    ):
         time.sleep(0.5)
     return process
 
@@ -167,31 +180,43 @@ def test_training_resumes_after_being_killed(tmp_path):
     first_results = (first_trial / "result.json").read_text()
     out = _run("train", "file", str(experiment), "--storage-path", str(storage), "--resume")
     assert out.returncode == 0, out.stderr[-3000:]
-    results = next(storage.glob("resumable/*/result.json")).read_text().splitlines()
-    done = [json.loads(line)["training_iteration"] for line in results]
+    done = _iterations(storage, "resumable")
     assert done[-1] == iterations and set(range(1, iterations + 1)) <= set(done)
     assert list((storage / "first").glob("SynPo_*")) == [first_trial]
     assert (first_trial / "result.json").read_text() == first_results  # not trained again
 
 
 @pytest.mark.timeout(900)
-def test_ctrl_c_says_how_to_resume_with_this_command(tmp_path):
-    storage = tmp_path / "results"
-    experiment = _experiment(tmp_path, iterations=40, name="interrupted")
+def test_ctrl_c_saves_a_checkpoint_and_says_how_to_resume_with_this_command(tmp_path):
+    """Ctrl-C before the trial's first checkpoint (it has periodic ones turned off): it saves one
+    at the end of its iteration, the command prints how to resume, and the resume goes on from
+    that iteration, neither losing nor repeating one."""
+    storage, iterations = tmp_path / "results", 300
+    spec = yaml.safe_load(_experiment(tmp_path, iterations=iterations, name="interrupted").read_text())
+    spec["interrupted"]["checkpoint_config"]["checkpoint_frequency"] = 0
+    experiment = tmp_path / "interrupted.yaml"
+    experiment.write_text(yaml.safe_dump(spec))
     log = tmp_path / "output.txt"  # stdout and stderr: Tune logs its own hint to stderr
     with log.open("w") as output:  # a file, not a pipe nobody reads while it trains
-        process = _train_until_checkpoints(experiment, storage, count=1, stdout=output)
+        process = _train_until_checkpoints(experiment, storage, count=0, results=2, stdout=output)
+        assert not _checkpoints(storage)
         process.send_signal(signal.SIGINT)  # what Ctrl-C delivers to the driver
         process.wait(timeout=300)
     _kill_session(process.pid)
-    assert process.returncode == 0
+    assert process.returncode == 0, log.read_text()[-3000:]
+    trained = _iterations(storage)
+    assert len(_checkpoints(storage)) == 1 and 2 <= trained[-1] < iterations
     resume = shlex.join(
         ["rllib", "train", "file", str(experiment), "--storage-path", str(storage), "--resume"]
     )
     output = log.read_text()
+    assert SAVING_MESSAGE in output
     hint = "1 of 1 trial(s) stopped before their stop criteria; continue from the last checkpoints with: "
     assert hint + resume in output
     assert "tune.run_experiments" not in output  # Tune's own hint, for its Python API, is not shown
+    out = _run("train", "file", str(experiment), "--storage-path", str(storage), "--resume")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert _iterations(storage) == list(range(1, iterations + 1))
 
 
 @pytest.mark.timeout(600)
@@ -242,10 +267,7 @@ def test_resume_reruns_a_trial_whose_process_died_from_its_last_checkpoint(tmp_p
     assert completed < iterations, "the trial ended before it was killed"
     out = _run("train", "file", str(experiment), "--storage-path", str(storage), "--resume")
     assert out.returncode == 0, out.stderr[-3000:]
-    results = [
-        json.loads(line) for line in next(storage.glob("killed/*/result.json")).read_text().splitlines()
-    ]
-    done = [result["training_iteration"] for result in results]
+    done = _iterations(storage, "killed")
     assert done[-1] == iterations and set(range(1, iterations + 1)) <= set(done)
     assert done.count(1) == 1  # it went on from a checkpoint rather than starting afresh
     # Tune appended the resumed run's results; the report reads each iteration once.
