@@ -178,6 +178,7 @@ class SynPoNetwork(nn.Module):
         # The per-maze wall maps (an embedding of each environment, trained by maze_map_loss only).
         self.maze_map = maze_map_table(num_envs) if maze_map else None
         self.map_reader = MazeMapReader(obs_shape) if maze_map else None
+        frames_shape = obs_shape  # the environment's frames (the subgoal is read from them)
         if maze_map:
             self.LOSS_TERMS = SYNPO_LOSS_TERMS | {MAZE_MAP_LOSS}
             obs_shape = (obs_shape[0] + 1, *obs_shape[1:])  # the map: one more input channel
@@ -190,7 +191,7 @@ class SynPoNetwork(nn.Module):
         self.task_embedding = nn.Embedding(num_tasks, embedding_dim)
         self.subgoal_mode = subgoal_embedding
         self.subgoals = (
-            SubgoalEmbedding(num_tasks, embedding_dim, obs_shape) if subgoal_embedding != "none" else None
+            SubgoalEmbedding(num_tasks, embedding_dim, frames_shape) if subgoal_embedding != "none" else None
         )
         # The probability that a training state's environment is hidden (`hide_envs`), now, and
         # the embedding of the unknown environment (drawn like an embedding row), where any is.

@@ -86,6 +86,26 @@ def test_every_task_logits_set_each_task_subgoal_from_the_state(mode):
         assert torch.allclose(every[:, task], expected, atol=1e-5)
 
 
+@pytest.mark.parametrize("map_routes", [False, True])
+def test_the_subgoal_is_read_from_the_frames_beside_a_maze_map(map_routes):
+    """With ``maze_map`` (and ``map_routes``) the encoder reads one more channel, the map; the
+    subgoal is still read from the environment's frames, as without it."""
+    net = _net("add", maze_map=True, map_routes=map_routes).eval()
+    plain = _net("add").eval()
+    env = GridWorld()
+    obs, _ = env.reset(seed=0, options={"pair": (0, 0)})
+    state = torch.as_tensor(obs["obs"])[None]
+    env_id, task_id = torch.zeros(1, dtype=torch.long), torch.zeros(1, dtype=torch.long)
+    out = net(state, env_id, task_id)
+    assert torch.equal(out.extras[REMAINING_COLOURS], plain(state, env_id, task_id).extras[REMAINING_COLOURS])
+    first, second = TASK_COLOURS[0]
+    with torch.no_grad():  # the task's next colour moves the policy, the colour after it does not
+        net.subgoals.table.weight[second] += 1.0
+        assert torch.allclose(net(state, env_id, task_id).logits, out.logits)
+        net.subgoals.table.weight[first] += 1.0
+        assert not torch.allclose(net(state, env_id, task_id).logits, out.logits)
+
+
 def test_subgoal_embedding_is_checked():
     with pytest.raises(ValueError, match=r"subgoal_embedding must be one of \[.*\], got 'sum'"):
         check_model_config({"subgoal_embedding": "sum"})
