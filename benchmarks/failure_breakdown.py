@@ -3,7 +3,9 @@ success, no pick-up at all (wandered to the step limit), a wrong first treasure,
 first treasure followed by failure. The unseen pairs are also split by what the seen pairs of
 their maze cover: whether some seen task of the maze starts with the pair's first colour (if
 none does, "go to that colour with every treasure present" was never trained in that maze, and
-neither were the maze's states without that treasure).
+neither were the maze's states without that treasure), and those that none starts by whether a
+seen task of the maze picks that colour second (the agent went for it there, after another
+treasure) or none holds it at all.
 
     python benchmarks/failure_breakdown.py CHECKPOINT [--episodes 5]
 
@@ -16,8 +18,7 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from synpo_envs.gridworld.constants import TASK_COLOURS
-from synpo_envs.splits import Pair, Split
+from synpo_envs.splits import Pair, Split, first_colour_in_seen_task
 
 from rllib_synpo.checkpoint import load_checkpoint
 from rllib_synpo.evaluation import PairResults, evaluate, torch_greedy_policy
@@ -38,16 +39,20 @@ def main(argv: list[str] | None = None) -> int:
         )
         _print_outcomes(name, r, np.ones(len(pairs), bool))
         if name == "unseen":
-            covered = first_colour_covered(split, list(pairs))
+            covered = first_colour_covered(split, list(pairs), position=0)
+            second = first_colour_covered(split, list(pairs), position=1)
             _print_outcomes("unseen, first colour starts a seen task of the maze", r, covered)
             _print_outcomes("unseen, first colour starts no seen task of the maze", r, ~covered)
+            _print_outcomes("  of them, a seen task of the maze picks it second", r, ~covered & second)
+            _print_outcomes("  of them, no seen task of the maze holds it", r, ~covered & ~second)
     return 0
 
 
-def first_colour_covered(split: Split, pairs: list[Pair]) -> np.ndarray:
-    """Per pair: does some seen task of the pair's maze start with the pair's first colour?"""
-    firsts = {(e, TASK_COLOURS[t][0]) for e, t in split.seen}
-    return np.array([(e, TASK_COLOURS[t][0]) in firsts for e, t in pairs], bool)
+def first_colour_covered(split: Split, pairs: list[Pair], position: int = 0) -> np.ndarray:
+    """Per pair: does some seen task of the pair's maze have the pair's first colour at
+    ``position`` (0: as its first colour, 1: as its second)?"""
+    in_seen_task = first_colour_in_seen_task(split.seen_mask(), position)
+    return np.array([in_seen_task[e, t] for e, t in pairs], bool)
 
 
 def _print_outcomes(name: str, r: PairResults, keep: np.ndarray) -> None:
