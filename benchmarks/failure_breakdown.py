@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from synpo_envs.splits import Pair, Split, first_colour_in_seen_task
+from synpo_envs.splits import Pair, Split, first_colour_in_seen_task, uncovered_pair_subsets
 
 from rllib_synpo.checkpoint import load_checkpoint
 from rllib_synpo.evaluation import PairResults, evaluate, torch_greedy_policy
@@ -39,20 +39,26 @@ def main(argv: list[str] | None = None) -> int:
         )
         _print_outcomes(name, r, np.ones(len(pairs), bool))
         if name == "unseen":
-            covered = first_colour_covered(split, list(pairs), position=0)
-            second = first_colour_covered(split, list(pairs), position=1)
+            covered = first_colour_covered(split, list(pairs))
+            subsets = uncovered_pair_subsets(split.seen_mask())
+            second, no_seen_task = (
+                at_pairs(subsets[name], pairs) for name in ("second_colour", "no_seen_task")
+            )
             _print_outcomes("unseen, first colour starts a seen task of the maze", r, covered)
             _print_outcomes("unseen, first colour starts no seen task of the maze", r, ~covered)
-            _print_outcomes("  of them, a seen task of the maze picks it second", r, ~covered & second)
-            _print_outcomes("  of them, no seen task of the maze holds it", r, ~covered & ~second)
+            _print_outcomes("  of them, a seen task of the maze picks it second", r, second)
+            _print_outcomes("  of them, no seen task of the maze holds it", r, no_seen_task)
     return 0
 
 
-def first_colour_covered(split: Split, pairs: list[Pair], position: int = 0) -> np.ndarray:
-    """Per pair: does some seen task of the pair's maze have the pair's first colour at
-    ``position`` (0: as its first colour, 1: as its second)?"""
-    in_seen_task = first_colour_in_seen_task(split.seen_mask(), position)
-    return np.array([in_seen_task[e, t] for e, t in pairs], bool)
+def first_colour_covered(split: Split, pairs: list[Pair]) -> np.ndarray:
+    """Per pair: does some seen task of the pair's maze start with the pair's first colour?"""
+    return at_pairs(first_colour_in_seen_task(split.seen_mask(), position=0), pairs)
+
+
+def at_pairs(mask: np.ndarray, pairs: list[Pair]) -> np.ndarray:
+    """An (E, T) mask's values at ``pairs``, in their order."""
+    return np.array([mask[e, t] for e, t in pairs], bool)
 
 
 def _print_outcomes(name: str, r: PairResults, keep: np.ndarray) -> None:

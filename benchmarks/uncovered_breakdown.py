@@ -16,17 +16,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from synpo_envs.splits import first_colour_in_seen_task, first_colour_uncovered, random_split
+from synpo_envs.splits import random_split, uncovered_pair_subsets
 
-
-def uncovered_subsets(seen_mask: np.ndarray) -> dict[str, np.ndarray]:
-    uncovered = first_colour_uncovered(seen_mask)
-    second = first_colour_in_seen_task(seen_mask, position=1)
-    return {
-        "uncovered": uncovered,
-        "uncovered, first colour a seen task's second colour in the maze": uncovered & second,
-        "uncovered, first colour in no seen task of the maze": uncovered & ~second,
-    }
+SUBSET_LABELS = {
+    "uncovered": "uncovered",
+    "second_colour": "uncovered, first colour a seen task's second colour in the maze",
+    "no_seen_task": "uncovered, first colour in no seen task of the maze",
+}
 
 
 def main() -> None:
@@ -42,7 +38,8 @@ def main() -> None:
     matrices = np.stack([pd.read_csv(path, index_col=0).to_numpy(dtype=float) for path in args.matrices])
     split = random_split(seed=args.split_seed)
     print(f"split seed {args.split_seed}, {len(matrices)} matrices; AvgSR %")
-    for name, mask in uncovered_subsets(split.seen_mask()).items():
+    for subset, mask in uncovered_pair_subsets(split.seen_mask()).items():
+        name = SUBSET_LABELS[subset]
         if not mask.any():
             print(f"{name}: 0 pairs")
             continue

@@ -177,6 +177,16 @@ def pair_subsets(seen_mask: np.ndarray) -> dict[str, np.ndarray]:
     }
 
 
+def uncovered_pair_subsets(seen_mask: np.ndarray) -> dict[str, np.ndarray]:
+    """(E, T) bool masks of the first-colour-uncovered unseen pairs (`first_colour_uncovered`),
+    and of them those whose first colour a seen task of their maze picks second
+    ("second_colour": the agent went for it there, after another treasure) and those whose first
+    colour no seen task of their maze holds ("no_seen_task")."""
+    uncovered = first_colour_uncovered(seen_mask)
+    second = first_colour_in_seen_task(seen_mask, position=1)
+    return {"uncovered": uncovered, "second_colour": uncovered & second, "no_seen_task": uncovered & ~second}
+
+
 def random_split(
     num_envs: int = NUM_BUILTIN_MAZES,
     num_tasks: int = NUM_TASKS,

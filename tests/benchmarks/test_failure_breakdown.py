@@ -25,13 +25,15 @@ def test_shares_of_every_outcome_add_up(module_checkpoint, capsys):
 
 
 def test_first_colour_coverage_follows_the_seen_tasks_of_each_maze():
-    from synpo_envs.splits import Split
+    from synpo_envs.splits import Split, uncovered_pair_subsets
 
-    from benchmarks.failure_breakdown import first_colour_covered
+    from benchmarks.failure_breakdown import at_pairs, first_colour_covered
 
     # Task 0 is AB, 1 is BC, 5 is AC (the code's order): maze 0 has seen AB only.
     split = Split(2, 20, ((0, 0), (1, 1)))
     pairs = [(0, 5), (0, 1), (1, 5), (1, 0)]
     assert first_colour_covered(split, pairs).tolist() == [True, False, False, False]
-    # As a second colour: maze 0's AB holds B (BC's first), maze 1's BC holds C (neither's).
-    assert first_colour_covered(split, pairs, position=1).tolist() == [False, True, False, False]
+    # Of the uncovered ones, maze 0's AB holds B (BC's first) second; maze 1's BC holds A nowhere.
+    subsets = uncovered_pair_subsets(split.seen_mask())
+    assert at_pairs(subsets["second_colour"], pairs).tolist() == [False, True, False, False]
+    assert at_pairs(subsets["no_seen_task"], pairs).tolist() == [False, False, True, True]

@@ -137,6 +137,21 @@ def test_first_colour_in_seen_task_by_hand():
     assert as_second[1].tolist() == [False, False, False, True, False]  # D is CD's second: task DE
 
 
+def test_uncovered_pair_subsets_split_the_uncovered_pairs():
+    from synpo_envs.splits import first_colour_uncovered, uncovered_pair_subsets
+
+    # tasks 0-4: AB, BC, CD, DE, EA; env 0 saw AB only, env 1 saw CD only
+    seen = np.zeros((2, 5), bool)
+    seen[0, 0] = seen[1, 2] = True
+    subsets = uncovered_pair_subsets(seen)
+    assert (subsets["uncovered"] == first_colour_uncovered(seen)).all()
+    assert subsets["second_colour"][0].tolist() == [False, True, False, False, False]  # BC: B in AB
+    assert subsets["second_colour"][1].tolist() == [False, False, False, True, False]  # DE: D in CD
+    assert (subsets["second_colour"] ^ subsets["no_seen_task"] == subsets["uncovered"]).all()
+    # the counts of benchmarks/uncovered_breakdown.py's validation splits: 16 with no seen task
+    assert int(uncovered_pair_subsets(random_split(seed=105).seen_mask())["no_seen_task"].sum()) == 16
+
+
 def test_pair_subsets_partition_the_pairs():
     from synpo_envs.splits import PAIR_SUBSETS, pair_subsets
 
