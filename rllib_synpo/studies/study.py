@@ -17,6 +17,7 @@ from synpo_envs.gridworld.constants import DEFAULT_WINDOW
 from synpo_envs.gridworld.mazes import BUILTIN_SEED, GENERATED_KEY, NUM_BUILTIN_MAZES
 
 from rllib_synpo.losses import LossWeights
+from rllib_synpo.networks.factory import OPTION_DEFAULTS
 from rllib_synpo.studies.paper_numbers import BLIND, DISPLAY_NAMES, TABLE1, PaperAvgSR
 from rllib_synpo.studies.trials import (
     FINISHED,
@@ -65,6 +66,7 @@ class Group:
     label: str
     trials: tuple[EvaluatedTrial, ...]
     paper: PaperRow | None
+    options: tuple[str, ...] = ()  # `network_options` of its trials
 
     @property
     def seeds(self) -> list:
@@ -111,7 +113,12 @@ def read_study(experiment_dir: str | Path) -> Study:
     for evaluated in finished:
         by_key.setdefault(group_key(evaluated.trial), []).append(evaluated)
     groups = [
-        Group(labels[members[0].trial.name], tuple(members), paper_row(members[0].trial))
+        Group(
+            labels[members[0].trial.name],
+            tuple(members),
+            paper_row(members[0].trial),
+            network_options(members[0].trial),
+        )
         for members in by_key.values()
     ]
     notes = [note for note in map(stale_evaluation_note, finished) if note]
@@ -126,7 +133,7 @@ def unique_labels(groups: list[Group]) -> list[Group]:
     for group in groups:
         seen[group.label] = seen.get(group.label, 0) + 1
         label = group.label if seen[group.label] == 1 else f"{group.label} #{seen[group.label]}"
-        unique.append(Group(label, group.trials, group.paper))
+        unique.append(Group(label, group.trials, group.paper, group.options))
     return unique
 
 
@@ -237,6 +244,22 @@ def is_default_weight(params: dict, name: str) -> bool:
     return value is None or math.isclose(float(value), DEFAULT_LOSS_WEIGHTS[name])
 
 
+def model_config(params: dict) -> dict:
+    return params.get("_model_config") or params.get("model_config") or {}
+
+
+def network_options(trial: Trial) -> tuple[str, ...]:
+    """The trial's network options that differ from the paper's network ("maze_map=true"), in
+    `OPTION_DEFAULTS` order: a group beside the paper's row may run more than the paper's
+    method."""
+    config = model_config(trial.params)
+    return tuple(
+        f"{key}={format_value(config[key])}"
+        for key, default in OPTION_DEFAULTS.items()
+        if key in config and config[key] != default
+    )
+
+
 def paper_row(trial: Trial) -> PaperRow | None:
     """The paper's numbers for the trial's setting: a network of the paper's table for the
     trial's gridworld window, the 144/256 random split, SynPo imitation on the paper's mazes and
@@ -247,8 +270,7 @@ def paper_row(trial: Trial) -> PaperRow | None:
     default_weights = all(is_default_weight(params, weight) for weight in DEFAULT_LOSS_WEIGHTS)
     if not (default_weights and is_paper_split(params.get("split"))):
         return None
-    model_config = params.get("_model_config") or params.get("model_config") or {}
-    network = model_config.get("network", DEFAULT_NETWORK)
+    network = model_config(params).get("network", DEFAULT_NETWORK)
     gridworld = (params.get("env_config") or {}).get("gridworld") or {}
     if gridworld.get("mazes") not in PAPER_MAZES:
         return None

@@ -105,9 +105,13 @@ def setup_lines(study: Study) -> list[str]:
         (
             "- Paper: SynPo (NeurIPS 2018) supplement, 144/256 split, mean ± std over 3 seeds; only for "
             "groups in the paper's setting (its networks and window, the 144/256 random split, "
-            "default l2/l3)"
+            "default l2/l3), whatever their network options"
         ),
     ]
+    with_options = [group for group in study.groups if group.options]
+    if with_options:
+        lines.append("- Network options other than the paper's network's:")
+        lines += [f"  - {group.label}: {', '.join(group.options)}" for group in with_options]
     if study.notes:
         lines += ["- Notes:", *(f"  - {note}" for note in study.notes)]
     return lines
@@ -146,6 +150,7 @@ CSV_COLUMNS = (
     "unseen_uncovered_std",
     "unseen_covered_mean",
     "unseen_covered_std",
+    "network_options",
 )
 
 
@@ -165,6 +170,7 @@ def csv_row(group: Group) -> dict[str, Any]:
         row[f"paper_{part}_std"] = getattr(group.paper.numbers, f"{part}_std") if group.paper else None
     row["states_trained_mean"] = group.states_trained_mean()
     row["train_minutes_mean"] = group.train_minutes_mean()
+    row["network_options"] = " ".join(group.options)
     return {column: "" if row[column] is None else row[column] for column in CSV_COLUMNS}
 
 

@@ -314,6 +314,28 @@ def test_paper_numbers_only_in_the_papers_setting(tmp_path):
     )
 
 
+def test_network_options_beyond_the_papers_are_named_beside_the_papers_row(tmp_path):
+    """A group whose network adds options the paper's lacks keeps the paper's numbers (the same
+    setting) and names the options, in the CSV and the set-up; an option at its default is not
+    named, and a plain group names none."""
+    exp = tmp_path / "options"
+    beyond = {"normalize_embeddings": False, "subgoal_embedding": "add", "maze_map": True, "map_routes": True}
+    cases = [
+        ({"_model_config/maze_map": False}, _params(0, "synpo")),
+        ({"_model_config/maze_map": True}, _params(0, "synpo", _model_config=TINY_MODEL | beyond)),
+    ]
+    exp.mkdir()
+    _state(exp, [_trial(exp, i, grid, params) for i, (grid, params) in enumerate(cases)])
+    report_experiment(exp, echo=None)
+    plain, planner = _rows(exp / "report").values()
+    assert math.isnan(plain["network_options"])
+    assert planner["network_options"] == "subgoal_embedding=add maze_map=true map_routes=true"
+    assert planner["paper_unseen"] == plain["paper_unseen"] == TABLE1["synpo"].unseen
+    text = (exp / "report" / "report.md").read_text()
+    assert "  - maze_map=true: subgoal_embedding=add, maze_map=true, map_routes=true" in text
+    assert "  - maze_map=false:" not in text
+
+
 def test_a_partial_study_reports_the_finished_trials_and_names_the_missing(tmp_path):
     exp = tmp_path / "partial"
     exp.mkdir()
