@@ -33,6 +33,7 @@ from rllib_synpo.networks.frames import agent_cells, treasure_cells
 UNREACHABLE = float(NUM_CELLS)  # longer than any path on the grid
 ROUTE_FEATURES = NUM_COLOURS * len(MOVE_ACTIONS)  # one per (colour, move)
 _BITS = 2 ** torch.arange(GRID_SIZE, dtype=torch.int32)  # a grid row as the bits of one integer
+_STEPS_PER_CHECK = 4  # search steps between two checks of whether the search can stop
 
 
 def _row_bits(cells: torch.Tensor) -> torch.Tensor:
@@ -44,32 +45,39 @@ def distances_to(targets: torch.Tensor, walls: torch.Tensor, cells: torch.Tensor
     """(N, C, Q): the number of moves from each of ``cells`` (N, Q) (flat indices; -1 for off
     the grid) to the nearest cell of ``targets`` (N, C, H, W) in each channel, through the cells
     ``walls`` (N, H, W) leaves free (a target is never a wall); `UNREACHABLE` where no path leads.
-    A breadth-first search from the targets, each grid row a bit set: a step is a few shifts. It
-    stops once the first of ``cells`` is reached and one step more (all the others are then as
-    far as they will be), or once the search covers all it can."""
+    A breadth-first search from the targets, each grid row a bit set: a step is a few shifts, and
+    a cell's distance is the number of steps it stayed unreached. It stops once the first of
+    ``cells`` is reached and one step more (all the others are then as far as they will be), or
+    once the search covers all it can; both are checked every `_STEPS_PER_CHECK` steps (the steps
+    past the stop change nothing)."""
     free = _row_bits(~walls)[:, None] | _row_bits(targets)  # (N, C, H)
     reached = _row_bits(targets)
     rows = cells.clamp(min=0).div(GRID_SIZE, rounding_mode="floor")[:, None].expand(-1, targets.shape[1], -1)
-    shifts = (cells.clamp(min=0) % GRID_SIZE)[:, None]
-    on_grid = (cells >= 0)[:, None]
+    shifts = (cells.clamp(min=0) % GRID_SIZE)[:, None].expand_as(rows)
 
-    def reached_cells() -> torch.Tensor:
-        return ((reached.gather(2, rows) >> shifts) & 1).bool() & on_grid
+    def reached_bits() -> torch.Tensor:  # (N, C, Q) int32: 1 where the cell is reached
+        return (reached.gather(2, rows) >> shifts) & 1
 
-    dist = torch.full(rows.shape, NUM_CELLS, dtype=torch.int32, device=targets.device)
-    dist.masked_fill_(reached_cells(), 0)
-    for step in range(1, NUM_CELLS):  # a path visits each cell once at most
-        grown = reached | (reached << 1) | (reached >> 1)
-        grown[..., 1:] |= reached[..., :-1]
-        grown[..., :-1] |= reached[..., 1:]
-        grown &= free
-        stalled = (grown == reached).all(-1)  # (N, C): this search covers all it can
-        reached = grown
-        dist.masked_fill_(reached_cells() & (dist == NUM_CELLS), step)
-        first = dist[..., 0]
-        if ((first < NUM_CELLS) | stalled).all() and step > first.masked_fill(stalled, 0).max():
+    found = reached_bits()
+    unreached_steps = 1 - found
+    step = 0
+    while step < NUM_CELLS:  # a path visits each cell once at most
+        before = reached
+        for _ in range(_STEPS_PER_CHECK):
+            grown = reached | (reached << 1) | (reached >> 1)
+            grown[..., 1:] |= reached[..., :-1]
+            grown[..., :-1] |= reached[..., 1:]
+            reached = grown & free
+            found = reached_bits()
+            unreached_steps += 1 - found
+        step += _STEPS_PER_CHECK
+        stalled = (reached == before).all(-1)  # (N, C): this search covers all it can
+        first_found = found[..., 0].bool()
+        farthest_first = unreached_steps[..., 0].masked_fill(~first_found, 0).max()
+        if (first_found | stalled).all() and step > farthest_first:
             break
-    return dist.float()
+    found = found.bool() & (cells >= 0)[:, None]
+    return unreached_steps.float().masked_fill(~found, UNREACHABLE)
 
 
 class MapRoutes(nn.Module):

@@ -1,11 +1,19 @@
 """The ``map_routes`` option: shortest-path progress over the maze map, per colour and move, and
 the network's basis that reads it (without Ray)."""
 
+from collections import deque
+
 import numpy as np
 import pytest
 import torch
 from synpo_envs.gridworld import BatchedGridWorld
-from synpo_envs.gridworld.constants import MOVE_ACTIONS, NUM_COLOURS, TASK_COLOURS, TREASURES_PER_TASK
+from synpo_envs.gridworld.constants import (
+    GRID_SIZE,
+    MOVE_ACTIONS,
+    NUM_COLOURS,
+    TASK_COLOURS,
+    TREASURES_PER_TASK,
+)
 
 from rllib_synpo.networks import SynPoNetwork
 from rllib_synpo.networks.map_routes import ROUTE_FEATURES, UNREACHABLE, MapRoutes, distances_to
@@ -39,6 +47,54 @@ def test_distances_follow_the_walls_and_stop_where_no_path_leads():
     assert dist[0, 0].tolist() == [7 + 2 + 7, 3, UNREACHABLE, UNREACHABLE, UNREACHABLE]
     # from (4, 6) to (4, 0): round the wall at (4, 5) through row 5
     assert dist[0, 1].tolist() == [UNREACHABLE, UNREACHABLE, 4, 8, UNREACHABLE]
+
+
+def _breadth_first(walls: np.ndarray, target: int) -> np.ndarray:
+    """Moves from every cell to ``target`` over the floor of ``walls`` (H, W), queue by queue."""
+    dist = np.full(GRID_SIZE * GRID_SIZE, UNREACHABLE)
+    dist[target] = 0
+    queue = deque([target])
+    while queue:
+        cell = queue.popleft()
+        row, col = divmod(cell, GRID_SIZE)
+        for r, c in ((row - 1, col), (row + 1, col), (row, col - 1), (row, col + 1)):
+            nxt = r * GRID_SIZE + c
+            if 0 <= r < GRID_SIZE and 0 <= c < GRID_SIZE and not walls[r, c] and dist[nxt] == UNREACHABLE:
+                dist[nxt] = dist[cell] + 1
+                queue.append(nxt)
+    return dist
+
+
+def test_distances_match_a_plain_breadth_first_search_on_random_mazes():
+    """An agent's cell and its four neighbours (-1 off the grid), against a queue-based search,
+    on random walls of every density (closed pockets included) and colours with no treasure."""
+    rng = np.random.default_rng(0)
+    n, colours = 300, NUM_COLOURS
+    walls = rng.random((n, GRID_SIZE, GRID_SIZE)) < rng.uniform(0, 0.6, (n, 1, 1))
+    targets = np.zeros((n, colours, GRID_SIZE * GRID_SIZE), bool)
+    cells = np.empty((n, 5), np.int64)
+    expected = np.full((n, colours, 5), UNREACHABLE)
+    for i in range(n):
+        treasures = rng.choice(GRID_SIZE * GRID_SIZE, colours, replace=False)
+        present = rng.random(colours) < 0.85
+        walls[i].flat[treasures[present]] = False
+        here = int(rng.integers(GRID_SIZE * GRID_SIZE))
+        row, col = divmod(here, GRID_SIZE)
+        around = [(row - 1, col), (row + 1, col), (row, col - 1), (row, col + 1)]
+        cells[i] = [here] + [
+            r * GRID_SIZE + c if 0 <= r < GRID_SIZE and 0 <= c < GRID_SIZE else -1 for r, c in around
+        ]
+        for k in np.flatnonzero(present):
+            targets[i, k, treasures[k]] = True
+            field = _breadth_first(walls[i], int(treasures[k]))
+            expected[i, k] = [field[c] if c >= 0 else UNREACHABLE for c in cells[i]]
+    dist = distances_to(
+        torch.as_tensor(targets).view(n, colours, GRID_SIZE, GRID_SIZE),
+        torch.as_tensor(walls),
+        torch.as_tensor(cells),
+    )
+    assert (expected < UNREACHABLE).mean() > 0.3 and (expected == UNREACHABLE).any()
+    np.testing.assert_array_equal(dist.numpy(), expected)
 
 
 def _with_true_maps(world: BatchedGridWorld, obs: dict) -> torch.Tensor:
