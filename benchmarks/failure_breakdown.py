@@ -41,9 +41,8 @@ def main(argv: list[str] | None = None) -> int:
         if name == "unseen":
             covered = first_colour_covered(split, list(pairs))
             subsets = uncovered_pair_subsets(split.seen_mask())
-            second, no_seen_task = (
-                at_pairs(subsets[name], pairs) for name in ("second_colour", "no_seen_task")
-            )
+            second = at_pairs(subsets["second_colour"], pairs)
+            no_seen_task = at_pairs(subsets["no_seen_task"], pairs)
             _print_outcomes("unseen, first colour starts a seen task of the maze", r, covered)
             _print_outcomes("unseen, first colour starts no seen task of the maze", r, ~covered)
             _print_outcomes("  of them, a seen task of the maze picks it second", r, second)
