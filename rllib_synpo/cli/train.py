@@ -52,6 +52,10 @@ SYNPO_ALGORITHMS = ("SynPo", "SynPoPPO")
 PROGRESS_EVERY_S = 30
 # Exit status when a trial fails (a Ray, RLlib or model error rather than bad input).
 TRIAL_FAILED = 1
+# Exit status when trials stopped before their stop criteria (Ctrl-C): the shell's status for a
+# command ended by SIGINT, so `rllib train file ... && rllib evaluate ...` stops there rather
+# than evaluating half-trained trials.
+INTERRUPTED = 128 + 2
 
 
 def train_file(args: argparse.Namespace) -> int:
@@ -120,7 +124,7 @@ def train_file(args: argparse.Namespace) -> int:
                     f"{len(unfinished)} of {len(trials)} trial(s) stopped before their stop criteria{later}; "
                     f"continue from the last checkpoints with: {_resume_command(args)}"
                 )
-                break
+                return INTERRUPTED
     return 0
 
 

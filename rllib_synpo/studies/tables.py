@@ -100,7 +100,9 @@ def setup_lines(study: Study) -> list[str]:
         ),
         (
             "- States trained: the last learners/__all_modules__/num_module_steps_trained_lifetime of "
-            "the trial's results, mean over a group's trials; training minutes: the last time_total_s / 60"
+            "the trial's results, mean over a group's trials (SF's updates append each drawn state's "
+            "successor for the TD term, so they train about twice the states of an update of the same "
+            "states_per_update); training minutes: the last time_total_s / 60"
         ),
         (
             "- Paper: SynPo (NeurIPS 2018) supplement, 144/256 split, mean ± std over 3 seeds; only for "

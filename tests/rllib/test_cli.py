@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from rllib_synpo.cli.interrupt import SAVING_MESSAGE
+from rllib_synpo.cli.train import INTERRUPTED
 from rllib_synpo.studies.trials import read_progress
 from tests.rllib.conftest import TINY_MODEL
 
@@ -189,8 +190,8 @@ def test_training_resumes_after_being_killed(tmp_path):
 @pytest.mark.timeout(900)
 def test_ctrl_c_saves_a_checkpoint_and_says_how_to_resume_with_this_command(tmp_path):
     """Ctrl-C before the trial's first checkpoint (it has periodic ones turned off): it saves one
-    at the end of its iteration, the command prints how to resume, and the resume goes on from
-    that iteration, neither losing nor repeating one."""
+    at the end of its iteration, the command prints how to resume and exits 130, and the resume
+    goes on from that iteration, neither losing nor repeating one."""
     storage, iterations = tmp_path / "results", 300
     spec = yaml.safe_load(_experiment(tmp_path, iterations=iterations, name="interrupted").read_text())
     spec["interrupted"]["checkpoint_config"]["checkpoint_frequency"] = 0
@@ -203,7 +204,7 @@ def test_ctrl_c_saves_a_checkpoint_and_says_how_to_resume_with_this_command(tmp_
         process.send_signal(signal.SIGINT)  # what Ctrl-C delivers to the driver
         process.wait(timeout=300)
     _kill_session(process.pid)
-    assert process.returncode == 0, log.read_text()[-3000:]
+    assert process.returncode == INTERRUPTED, log.read_text()[-3000:]  # an `&&` chain stops here
     trained = _iterations(storage)
     assert len(_checkpoints(storage)) == 1 and 2 <= trained[-1] < iterations
     resume = shlex.join(
@@ -378,6 +379,7 @@ def test_a_study_interrupted_and_resumed_runs_no_finished_trial_again(tmp_path):
     _kill_session(process.pid)
     finished = {path.parent: path.read_text() for path in _terminated_trials(storage / "study")}
     assert 1 <= len(finished) < 4, f"the study was not interrupted mid-way ({len(finished)} trials finished)"
+    assert process.returncode == INTERRUPTED
 
     out = _run("train", "file", str(study), "--storage-path", str(storage), "--resume")
     assert out.returncode == 0, out.stderr[-3000:]
