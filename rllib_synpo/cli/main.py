@@ -100,14 +100,29 @@ def _add_evaluate(verbs) -> None:
         "checkpoint",
         help="a checkpoint, a trial folder or an experiment folder (each trial's newest checkpoint)",
     )
-    evaluate.add_argument("--episodes-per-pair", type=_positive_int, default=100)
-    evaluate.add_argument("--pairs", choices=("seen", "unseen", "all"), default="all")
+    evaluate.add_argument(
+        "--episodes-per-pair",
+        type=_positive_int,
+        default=100,
+        help="episodes per pair (default 100, the paper's)",
+    )
+    evaluate.add_argument(
+        "--pairs",
+        choices=("seen", "unseen", "all"),
+        default="all",
+        help="which pairs of the split (default all)",
+    )
     evaluate.add_argument(
         "--out",
         help="output folder (default: each trial's evaluation/ folder, else "
         "./evaluation); with several trials, one subfolder per trial",
     )
-    evaluate.add_argument("--seed", type=_non_negative_int, default=0)
+    evaluate.add_argument(
+        "--seed",
+        type=_non_negative_int,
+        default=0,
+        help="seed of the episodes' random starts and of --sample's draws (default 0)",
+    )
     evaluate.add_argument(
         "--sample", action="store_true", help="sample actions from the policy instead of the greedy action"
     )
@@ -156,12 +171,19 @@ def _add_adapt(verbs) -> None:
     )
     adapt.add_argument("--iterations", type=int, default=10_000, help="embedding updates (paper: 10,000)")
     adapt.add_argument("--batch-size", type=int, default=256, help="demonstration states per update")
-    adapt.add_argument("--lr", type=float, default=1e-3)
+    adapt.add_argument(
+        "--lr", type=float, default=1e-3, help="Adam learning rate of the new rows (default 1e-3)"
+    )
     adapt.add_argument(
         "--episodes-per-pair", type=int, default=100, help="greedy evaluation episodes per pair"
     )
-    adapt.add_argument("--seed", type=_non_negative_int, default=0)
-    adapt.add_argument("--out", default="adaptation")
+    adapt.add_argument(
+        "--seed",
+        type=_non_negative_int,
+        default=0,
+        help="seed of the demonstrations, new rows and evaluation",
+    )
+    adapt.add_argument("--out", default="adaptation", help="output folder (default ./adaptation)")
     adapt.set_defaults(func=adapt_command)
 
 

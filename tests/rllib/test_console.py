@@ -57,3 +57,20 @@ def test_the_console_of_a_training_run(tmp_path):
     iteration, _seconds, loss, accuracy, seen, unseen, rate = cells[3:]
     assert iteration == "3" and float(loss) > 0 and 0 <= float(accuracy) <= 1
     assert 0 <= float(seen) <= 1 and 0 <= float(unseen) <= 1 and float(rate) > 0
+
+
+def test_every_option_of_every_command_says_what_it_does_in_its_help():
+    """``rllib ... --help`` explains each argument, not only its name."""
+    import argparse
+
+    from rllib_synpo.cli.main import _parser
+
+    undocumented, parsers = [], [("rllib", _parser())]
+    while parsers:
+        name, parser = parsers.pop()
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers += [(f"{name} {verb}", sub) for verb, sub in action.choices.items()]
+            elif not action.help:
+                undocumented.append(f"{name} {'/'.join(action.option_strings) or action.dest}")
+    assert not undocumented, undocumented
