@@ -50,6 +50,8 @@ SYNPO_PROGRESS_COLUMNS = {
 }
 SYNPO_ALGORITHMS = ("SynPo", "SynPoPPO")
 PROGRESS_EVERY_S = 30
+# Where a trial's own stdout and stderr go, in its folder (Ray forwards nothing to the console).
+TRIAL_STDOUT, TRIAL_STDERR = "stdout.txt", "stderr.txt"
 # Exit status when a trial fails (a Ray, RLlib or model error rather than bad input).
 TRIAL_FAILED = 1
 # Exit status when trials stopped before their stop criteria (Ctrl-C): the shell's status for a
@@ -76,6 +78,10 @@ def train_file(args: argparse.Namespace) -> int:
             print(note)
         spec["storage_path"] = _checked_storage_path(*_storage_choice(args, name, spec))
         spec.setdefault("checkpoint_config", {"checkpoint_frequency": 1, "checkpoint_at_end": True})
+        # Each trial's own output (and a traceback of its failure) goes to files in its folder,
+        # not to this console, which shows the progress table and one line per failure.
+        spec["log_to_file"] = (TRIAL_STDOUT, TRIAL_STDERR)
+        spec["sync_config"] = {"sync_artifacts": True}  # the files are copied into the trial's folder
         spec["config"] = experiment_config(spec)
         spec.pop("env", None)
     if local_ray:
@@ -263,7 +269,7 @@ def _init_ray(address: str | None, source: str, experiments: dict) -> None:
 
     if address not in LOCAL_ADDRESSES:
         try:
-            ray.init(address=address)
+            ray.init(address=address, log_to_driver=False)
         except ConnectionError as err:
             raise UsageError(f"{source} {address!r}: {first_line(err)}: {ADDRESS_EXPECTED}") from None
         return
@@ -274,7 +280,7 @@ def _init_ray(address: str | None, source: str, experiments: dict) -> None:
     num_cpus = max(os.cpu_count() or 1, math.ceil(needed))
     # "local": a new Ray of our own even when another one runs on this machine (joining a
     # cluster is what --address / RAY_ADDRESS are for).
-    ray.init(address="local", num_cpus=num_cpus, include_dashboard=False)
+    ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
 
 
 def _without_tunes_interrupt_lines(record: logging.LogRecord) -> bool:

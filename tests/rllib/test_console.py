@@ -57,6 +57,11 @@ def test_the_console_of_a_training_run(tmp_path):
     iteration, _seconds, loss, accuracy, seen, unseen, rate = cells[3:]
     assert iteration == "3" and float(loss) > 0 and 0 <= float(accuracy) <= 1
     assert 0 <= float(seen) <= 1 and 0 <= float(unseen) <= 1 and float(rate) > 0
+    # The trial process's own log lines are in its folder, not on the console.
+    (trial,) = (storage / "tiny").glob("SynPo_*")
+    trial_log = "Checkpoint successfully created"
+    assert trial_log in (trial / "stderr.txt").read_text() and trial_log not in console
+    assert (trial / "stdout.txt").is_file() and "pid=" not in console
 
 
 def test_every_option_of_every_command_says_what_it_does_in_its_help():
