@@ -319,12 +319,9 @@ def _trial_failure_without_traceback(record: logging.LogRecord) -> bool:
 
 def _reached_stop(trial) -> bool:
     """Whether a trial met one of its stop criteria (Tune marks a Ctrl-C'd trial TERMINATED too)."""
-    from ray.tune.utils import flatten_dict
+    from rllib_synpo.studies.trials import FINISHED, reached_stop
 
-    result = flatten_dict(trial.last_result or {}, delimiter="/")
-    criteria = trial.stopping_criterion or {}
-    met = not criteria or any(result.get(key, float("-inf")) >= value for key, value in criteria.items())
-    return trial.status == "TERMINATED" and met
+    return trial.status == FINISHED and reached_stop(trial.stopping_criterion, trial.last_result or {})
 
 
 def _resume_command(args: argparse.Namespace) -> str:
