@@ -18,9 +18,12 @@ def evaluate_command(args: argparse.Namespace) -> int:
     if args.out:
         check_output_folder(args.out, "--out")
     trials = trial_folders(args.checkpoint)
+    unfinished = unfinished_trials(trials)
     if len(trials) <= 1:
         default = trials[0] / TRIAL_EVALUATION if trials else Path(TRIAL_EVALUATION)
         out = Path(args.out) if args.out else default
+        if trials and trials[0] in unfinished:
+            print(_unfinished_note(unfinished[trials[0]]))
         _evaluate_one(args, args.checkpoint, out)
         return 0
     settings = {
@@ -34,6 +37,8 @@ def evaluate_command(args: argparse.Namespace) -> int:
     for number, trial in enumerate(trials, start=1):
         out = Path(args.out) / trial.name if args.out else trial / TRIAL_EVALUATION
         print(f"[trial {number}/{len(trials)}] {trial.name}")
+        if trial in unfinished:
+            print(_unfinished_note(unfinished[trial]))
         if not any(trial.glob("checkpoint_*")):
             print("no checkpoint yet, skipped")
         elif is_evaluated(out, checkpoint := find_checkpoint(trial), settings):
@@ -41,6 +46,31 @@ def evaluate_command(args: argparse.Namespace) -> int:
         else:
             _evaluate_one(args, checkpoint, out)
     return 0
+
+
+def unfinished_trials(trials: list[Path]) -> dict[Path, str]:
+    """The Tune status of each of ``trials`` that its experiment's state says has not reached its
+    stop criteria (running, interrupted, errored); {} where there is no experiment state."""
+    from rllib_synpo.studies.trials import FINISHED, ReportError, find_trials
+
+    statuses = {}
+    for experiment in {trial.parent for trial in trials}:
+        try:
+            _, found = find_trials(experiment)
+        except ReportError:
+            continue
+        statuses.update({trial.folder: trial.status for trial in found if trial.folder is not None})
+    return {trial: statuses[trial] for trial in trials if statuses.get(trial, FINISHED) != FINISHED}
+
+
+def _unfinished_note(status: str) -> str:
+    from rllib_synpo.studies.trials import FINISHED, INTERRUPTED
+
+    state = FINISHED if status == INTERRUPTED else status  # what Tune's state file says
+    return (
+        f"note: this trial has not reached its stop criteria (Tune's state: {state}); "
+        "its newest checkpoint is evaluated"
+    )
 
 
 def _evaluate_one(args: argparse.Namespace, checkpoint: str | Path, out: Path) -> None:

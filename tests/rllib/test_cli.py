@@ -215,6 +215,12 @@ def test_ctrl_c_saves_a_checkpoint_and_says_how_to_resume_with_this_command(tmp_
     hint = "1 of 1 trial(s) stopped before their stop criteria; continue from the last checkpoints with: "
     assert hint + resume in output
     assert "tune.run_experiments" not in output  # Tune's own hint, for its Python API, is not shown
+    # Evaluating the half-trained trial says so.
+    out = _run(
+        "evaluate", str(storage / "interrupted"), "--episodes-per-pair", "1", "--out", str(tmp_path / "ev")
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "note: this trial has not reached its stop criteria" in out.stdout
     out = _run("train", "file", str(experiment), "--storage-path", str(storage), "--resume")
     assert out.returncode == 0, out.stderr[-3000:]
     assert _iterations(storage) == list(range(1, iterations + 1))
@@ -385,7 +391,8 @@ def test_a_study_interrupted_and_resumed_runs_no_finished_trial_again(tmp_path):
     for trial, results in finished.items():  # not trained again
         assert (trial / "result.json").read_text() == results
 
-    assert _run("evaluate", str(storage / "study"), "--episodes-per-pair", "1").returncode == 0
+    out = _run("evaluate", str(storage / "study"), "--episodes-per-pair", "1")
+    assert out.returncode == 0 and "note: this trial" not in out.stdout  # every trial finished
     out = _run("report", str(storage / "study"))
     assert out.returncode == 0, out.stderr[-3000:]
     table = pd.read_csv(storage / "study" / "report" / "report.csv")
