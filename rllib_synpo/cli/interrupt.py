@@ -41,7 +41,7 @@ class CheckpointOnInterrupt(Callback):
         if self.interrupts == 1:
             print(SAVING_MESSAGE, file=sys.stderr, flush=True)
         else:
-            _stop_tune()
+            stop_tune()
 
     def on_trial_result(self, iteration: int, trials: list, trial: Trial, result: dict, **info) -> None:
         if self.interrupts and trial.trial_id not in self.saved:
@@ -53,14 +53,14 @@ class CheckpointOnInterrupt(Callback):
 
     def on_step_end(self, iteration: int, trials: list, **info) -> None:
         if self.interrupts and all(trial.trial_id in self.saved for trial in _reported_running(trials)):
-            _stop_tune()
+            stop_tune()
 
 
 def _reported_running(trials: list) -> list:
     return [trial for trial in trials if trial.status == Trial.RUNNING and trial.last_result]
 
 
-def _stop_tune() -> None:
+def stop_tune() -> None:
     os.kill(os.getpid(), TUNE_STOP_SIGNAL)
 
 

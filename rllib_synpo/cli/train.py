@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from rllib_synpo.checkpoint import atomic_write
-from rllib_synpo.cli.errors import UsageError, check_output_folder, first_line
+from rllib_synpo.cli.errors import USAGE_ERROR, UsageError, check_output_folder, first_line
 from rllib_synpo.cli.experiments import (
     check_stop,
     experiment_config,
@@ -90,10 +90,13 @@ def train_file(args: argparse.Namespace) -> int:
     from ray.tune.error import TuneError
 
     from rllib_synpo.cli.interrupt import checkpoint_on_interrupt
+    from rllib_synpo.cli.stop_check import StopCriteriaCheck, without_tunes_missing_criterion_warning
 
     _init_ray(address, address_source, experiments)
     logging.getLogger("ray.tune.tune").addFilter(_without_tunes_interrupt_lines)
     logging.getLogger("ray.tune.execution.tune_controller").addFilter(_trial_failure_without_traceback)
+    logging.getLogger("ray.tune.experiment.trial").addFilter(without_tunes_missing_criterion_warning)
+    stop_check = StopCriteriaCheck()
     for folder in experiment_folders(experiments):
         print(f"results and TensorBoard logs: {folder} (tensorboard --logdir {folder})")
     # One Tune run per experiment, one after another: Tune keeps a run's state in its first
@@ -101,6 +104,8 @@ def train_file(args: argparse.Namespace) -> int:
     # checkpoints are then not found), so each experiment is a run of its own that resumes alone.
     trials = []
     with checkpoint_on_interrupt() as callbacks:
+        if callbacks:  # where this process can take signals: the check ends the run by one
+            callbacks = [*callbacks, stop_check]
         for position, (name, spec) in enumerate(experiments.items()):
             if args.resume and "://" not in spec["storage_path"]:
                 _forget_decisions_on_failed_trials(Path(spec["storage_path"]) / name)
@@ -122,6 +127,9 @@ def train_file(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                 )
                 return TRIAL_FAILED
+            if stop_check.problem:
+                print(f"error: experiment {name!r}: {stop_check.problem}", file=sys.stderr)
+                return USAGE_ERROR
             unfinished = [trial for trial in trials if not _reached_stop(trial)]
             if unfinished:
                 not_started = list(experiments)[position + 1 :]

@@ -27,6 +27,17 @@ def one_torch_thread():
     torch.set_num_threads(threads)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def algorithm_logs_in_a_temporary_folder(tmp_path_factory):
+    """An algorithm built outside Tune (``config.build_algo()``) makes a folder for its logs under
+    ~/ray_results; the tests' go to a temporary folder, not into the user's home."""
+    from ray.tune.trainable import trainable
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(trainable, "DEFAULT_STORAGE_PATH", str(tmp_path_factory.mktemp("ray_results")))
+        yield
+
+
 @pytest.fixture(scope="session")
 def ray_session():
     import ray

@@ -253,6 +253,24 @@ def test_a_trial_failing_at_run_time_gives_an_error_line_naming_it(tmp_path):
     assert "Traceback" not in out.stderr and 'File "' not in out.stderr and "pid=" not in out.stderr
 
 
+@pytest.mark.timeout(600)
+def test_a_stop_criterion_that_names_no_result_ends_the_run_with_an_error_line(tmp_path):
+    """Tune only warns about it and trains on for ever; the command stops at the first result,
+    exit 2, with one line naming the criterion and the result it resembles."""
+    experiment = _experiment(tmp_path, name="typo")
+    storage = str(tmp_path / "results")
+    out = _run(
+        "train", "file", str(experiment), "--storage-path", storage, "--stop", '{"training_iterations": 3}'
+    )
+    assert out.returncode == 2, out.stderr[-3000:]
+    (line,) = [line for line in out.stderr.splitlines() if line.startswith("error: ")]
+    assert line.startswith(
+        "error: experiment 'typo': stop criterion 'training_iterations' is not among trial "
+    )
+    assert "such as training_iteration" in line
+    assert "Traceback" not in out.stderr and "Available keys" not in out.stderr
+
+
 @pytest.mark.timeout(900)
 def test_resume_reruns_a_trial_whose_process_died_from_its_last_checkpoint(tmp_path):
     """The trial's process killed (as by the kernel's OOM killer): the command names the failed

@@ -22,7 +22,7 @@ def _trial(trial_id: str, status: str = Trial.RUNNING, reported: bool = True) ->
 @pytest.fixture
 def stops(monkeypatch) -> list[int]:
     calls: list[int] = []
-    monkeypatch.setattr(interrupt, "_stop_tune", lambda: calls.append(1))
+    monkeypatch.setattr(interrupt, "stop_tune", lambda: calls.append(1))
     return calls
 
 
