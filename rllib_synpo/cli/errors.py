@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -36,6 +37,26 @@ def check_output_folder(path: str | os.PathLike, option: str) -> None:
             f"{option} {str(path)!r} is not writable ({str(existing)!r} is read-only): expected a folder "
             "this user can write"
         )
+    if existing != folder.absolute():
+        _try_to_create(folder, existing, option, str(path))
+
+
+def _try_to_create(folder: Path, existing: Path, option: str, path: str) -> None:
+    """Creates ``folder`` (under ``existing``, its nearest ancestor there) and removes what it
+    created: a place where nothing can be made (``/proc``, a full disk) is refused now, also for
+    root, whom ``os.access`` never refuses."""
+    try:
+        folder.mkdir(parents=True)
+    except OSError as err:
+        reason = err.strerror or type(err).__name__
+        raise UsageError(
+            f"{option} {path!r} cannot be created ({reason}): expected a folder this user can create"
+        ) from None
+    made = folder.absolute()
+    with contextlib.suppress(OSError):  # something else writing there meanwhile keeps it
+        while made != existing:
+            made.rmdir()
+            made = made.parent
 
 
 def nearest_existing(path: Path) -> Path:

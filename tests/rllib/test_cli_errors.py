@@ -231,6 +231,30 @@ def test_a_storage_path_under_a_file(tmp_path, rllib_here):
     _one_error_line(out, f"--storage-path {storage!r} lies under the file", "expected a folder")
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+@pytest.mark.parametrize("verb", ["train", "evaluate", "report", "adapt"])
+def test_an_output_folder_that_cannot_be_created(tmp_path, rllib_here, verb):
+    """Nothing can be made under /proc, whoever runs the command (root too, whom the
+    permission check lets through); whatever the check created on the way is removed."""
+    out_folder = "/proc/no/such/folder"
+    command = {
+        "train": ["train", "file", str(_experiment_file(tmp_path)), "--storage-path", out_folder],
+        "evaluate": ["evaluate", str(tmp_path), "--out", out_folder],
+        "report": ["report", str(tmp_path), "--out", out_folder],
+        "adapt": ["synpo", "adapt", str(tmp_path), "--setting", "2", "--out", out_folder],
+    }[verb]
+    option = "--storage-path" if verb == "train" else "--out"
+    out = rllib_here(*command)
+    _one_error_line(
+        out, f"{option} {out_folder!r} cannot be created (", "expected a folder this user can create"
+    )
+
+
+def test_the_output_folder_check_leaves_nothing_behind(tmp_path, rllib_here):
+    out = rllib_here("report", str(tmp_path / "missing"), "--out", str(tmp_path / "new" / "report"))
+    assert out.returncode == 2 and not (tmp_path / "new").exists()
+
+
 # --- rllib evaluate, report, synpo adapt ----------------------------------------------------------
 @pytest.fixture(scope="module")
 def module_checkpoint(tmp_path_factory) -> Path:
