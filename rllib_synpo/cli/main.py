@@ -56,9 +56,11 @@ class OneLineErrors(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     parser = OneLineErrors(
-        prog="rllib", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="rllib",
+        description=__doc__.replace("``", "`"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    verbs = parser.add_subparsers(dest="verb", required=True)
+    verbs = parser.add_subparsers(dest="verb", required=True, metavar="{train,evaluate,report,synpo}")
     _add_train(verbs)
     _add_evaluate(verbs)
     _add_report(verbs)
@@ -68,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _add_train(verbs) -> None:
     train = verbs.add_parser("train", help="train from an experiment file")
-    train_how = train.add_subparsers(dest="how", required=True)
+    train_how = train.add_subparsers(dest="how", required=True, metavar="{file}")
     file = train_how.add_parser("file", help="run a classic RLlib YAML experiment file through Ray Tune")
     file.add_argument("experiment", help="YAML file: {name: {run, env, stop, config}}")
     file.add_argument(
@@ -141,7 +143,7 @@ def _add_report(verbs) -> None:
 
 def _add_adapt(verbs) -> None:
     synpo = verbs.add_parser("synpo", help="SynPo-specific commands")
-    synpo_verbs = synpo.add_subparsers(dest="synpo_verb", required=True)
+    synpo_verbs = synpo.add_subparsers(dest="synpo_verb", required=True, metavar="{adapt}")
     adapt = synpo_verbs.add_parser(
         "adapt",
         help="learn embeddings of new environments/tasks from one demonstration per pair (settings 2, 3)",
