@@ -94,6 +94,7 @@ def train_file(args: argparse.Namespace) -> int:
 
     _init_ray(address, address_source, experiments)
     logging.getLogger("ray.tune.tune").addFilter(_without_tunes_interrupt_lines)
+    logging.getLogger("ray.tune.analysis.experiment_analysis").addFilter(_without_tunes_interrupt_lines)
     logging.getLogger("ray.tune.execution.tune_controller").addFilter(_trial_failure_without_traceback)
     logging.getLogger("ray.tune.experiment.trial").addFilter(without_tunes_missing_criterion_warning)
     stop_check = StopCriteriaCheck()
@@ -293,10 +294,14 @@ def _init_ray(address: str | None, source: str, experiments: dict) -> None:
 
 def _without_tunes_interrupt_lines(record: logging.LogRecord) -> bool:
     """Drops Tune's lines on Ctrl-C: its notice that it stops (`checkpoint_on_interrupt` prints
-    what happens instead) and its hint that names its Python API (``tune.run_experiments(...,
-    resume=True)``), where ``train_file`` prints the command that resumes."""
+    what happens instead), its hint that names its Python API (``tune.run_experiments(...,
+    resume=True)``), where ``train_file`` prints the command that resumes, and its warning that
+    a trial not started yet has no results to read (a FileNotFoundError that is no error)."""
     message = record.getMessage()
-    return "Resume experiment with" not in message and not message.startswith("Stop signal received")
+    return not (
+        "Resume experiment with" in message
+        or message.startswith(("Stop signal received", "Failed to fetch metrics"))
+    )
 
 
 def _forget_decisions_on_failed_trials(experiment_folder: Path) -> None:
