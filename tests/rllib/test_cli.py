@@ -91,6 +91,17 @@ def _train_until_checkpoints(
     """Starts ``rllib train file`` in a session of its own; returns once it has written ``count``
     checkpoints and ``results`` results (of the experiment ``name``) or ended, or 10 minutes
     passed."""
+    return _train_until(
+        experiment,
+        storage,
+        lambda: len(_checkpoints(storage, name)) >= count and len(_iterations(storage, name)) >= results,
+        stdout,
+    )
+
+
+def _train_until(experiment: Path, storage: Path, done, stdout=subprocess.DEVNULL) -> subprocess.Popen:
+    """Starts ``rllib train file`` in a session of its own; returns once ``done()`` holds or the
+    run ended, or 10 minutes passed."""
     process = subprocess.Popen(
         [*RLLIB, "train", "file", str(experiment), "--storage-path", str(storage)],
         stdout=stdout,
@@ -98,11 +109,7 @@ def _train_until_checkpoints(
         start_new_session=True,
     )
     deadline = time.time() + 600
-    while (
-        (len(_checkpoints(storage, name)) < count or len(_iterations(storage, name)) < results)
-        and time.time() < deadline
-        and process.poll() is None
-    ):
+    while not done() and time.time() < deadline and process.poll() is None:
         time.sleep(0.5)
     return process
 
@@ -385,19 +392,9 @@ def test_a_study_interrupted_and_resumed_runs_no_finished_trial_again(tmp_path):
     study = _study(tmp_path, iterations)
     log = tmp_path / "output.txt"
     with log.open("w") as output:
-        process = subprocess.Popen(
-            [*RLLIB, "train", "file", str(study), "--storage-path", str(storage)],
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+        process = _train_until(
+            study, storage, lambda: _finished_trials(storage / "study", iterations), output
         )
-        deadline = time.time() + 600
-        while (
-            not _finished_trials(storage / "study", iterations)
-            and time.time() < deadline
-            and process.poll() is None
-        ):
-            time.sleep(0.2)
         process.send_signal(signal.SIGINT)  # Ctrl-C, once a trial has finished
         process.wait(timeout=300)
     _kill_session(process.pid)
