@@ -53,6 +53,7 @@ class Trial:
     grid: dict[str, Any]  # its grid values, nested keys joined with "/" ("_model_config/network")
     params: dict  # params.json: the config the study file set ({} for a trial never started)
     trainable: str | None = None
+    trial_id: str = ""  # Tune's ("31a8d_00003": the run's, then the trial's number in its grid)
 
     @property
     def seed(self) -> Any:
@@ -154,10 +155,12 @@ def state_files(folder: Path) -> list[Path]:
 def trials_from_states(folder: Path, states: list[Path]) -> list[Trial]:
     """The trials of every experiment state, a trial that several name (a resumed experiment)
     as the newest names it: a second ``rllib train file`` run into the same folder (other seeds,
-    say) writes a state of its own beside the first's."""
+    say) writes a state of its own beside the first's. Each run's trials in their grid's order
+    (Tune numbers them in their ids), which a resumed run's state does not keep."""
     trials: dict[str, Trial] = {}
     for state_file in states:
-        trials.update((trial.name, trial) for trial in trials_from_state(folder, state_file))
+        in_grid_order = sorted(trials_from_state(folder, state_file), key=lambda trial: trial.trial_id)
+        trials.update((trial.name, trial) for trial in in_grid_order)
     return list(trials.values())
 
 
@@ -195,6 +198,7 @@ def trial_from_entry(folder: Path, state_file: Path, entry: Any) -> Trial:
         grid=flatten(data.get("evaluated_params") or {}),
         params=read_params(trial_folder),
         trainable=data.get("trainable_name"),
+        trial_id=str(data.get("trial_id", "")),
     )
 
 

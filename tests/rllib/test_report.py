@@ -241,6 +241,18 @@ def test_two_networks_three_seeds_number_by_number(networks_study):
         assert png.stat().st_size > 1000
 
 
+def test_groups_follow_the_grid_whatever_order_the_experiment_state_lists_the_trials(networks_study):
+    state_file = next(networks_study.glob("experiment_state-*.json"))
+    state = json.loads(state_file.read_text())
+    state["trial_data"].reverse()  # a resumed run's state lists its trials in another order
+    state_file.write_text(json.dumps(state))
+    study = read_study(networks_study)
+    grid = [(trial.grid["_model_config/network"], trial.grid["seed"]) for trial in study.trials]
+    assert grid == [(network, seed) for network in RATES for seed in range(3)]
+    report_experiment(networks_study, echo=None)
+    assert list(_rows(networks_study / "report")) == ["network=mlp", "network=synpo"]
+
+
 def test_out_folder_and_the_seeds_mean_success_matrix(networks_study, tmp_path):
     study = read_study(networks_study)
     assert [len(g.trials) for g in study.groups] == [3, 3]
