@@ -202,6 +202,9 @@ def test_ctrl_c_saves_a_checkpoint_and_says_how_to_resume_with_this_command(tmp_
     storage, iterations = tmp_path / "results", 300
     spec = yaml.safe_load(_experiment(tmp_path, iterations=iterations, name="interrupted").read_text())
     spec["interrupted"]["checkpoint_config"]["checkpoint_frequency"] = 0
+    # Iterations of at least 50 ms: the tiny trial would otherwise run its 300 on a fast CPU in
+    # about 4 s and have ended before the Ctrl-C could land mid-way.
+    spec["interrupted"]["config"]["min_time_s_per_iteration"] = 0.05
     experiment = tmp_path / "interrupted.yaml"
     experiment.write_text(yaml.safe_dump(spec))
     log = tmp_path / "output.txt"  # stdout and stderr: Tune logs its own hint to stderr
