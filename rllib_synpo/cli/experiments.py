@@ -34,6 +34,8 @@ from rllib_synpo.utils.checks import (
     optional,
 )
 
+# Results that start at 0 and only grow, besides RLlib's ``..._lifetime`` counters.
+GROWING_COUNTERS = {"training_iteration", "time_total_s", "timesteps_total", "episodes_total"}
 EXPERIMENT_KEYS = {"run", "env", "stop", "config", "checkpoint_config", "storage_path", "num_samples"}
 CHECKPOINT_RULES: dict[str, Rule] = {
     "checkpoint_frequency": NON_NEGATIVE_INT,
@@ -237,13 +239,24 @@ def _check_tune_settings(where: str, spec: dict) -> None:
 
 def check_stop(stop: Any, what: str, example: str) -> dict:
     """Tune's stop criteria: a mapping of result names to the numbers at which a trial stops (an
-    empty one runs until interrupted)."""
+    empty one runs until interrupted). A counter that starts at 0 and only grows (iterations,
+    seconds, lifetime steps) needs a bound above 0: Tune stops a trial when a result reaches its
+    bound, so 0 or less would stop every trial after its first iteration."""
     if not isinstance(stop, dict):
         raise UsageError(f"{what} {stop!r}: expected a mapping of result names to numbers, e.g. {example}")
     for key, value in stop.items():
         if not isinstance(key, str) or not is_number(value):
             raise UsageError(f"{what}: {key} {value!r}: expected a number (the result that stops a trial)")
+        if _is_growing_counter(key) and value <= 0:
+            raise UsageError(
+                f"{what}: {key} {value!r}: expected a number > 0 ({key} starts at 0 and only grows, "
+                "so this bound would stop every trial after its first iteration)"
+            )
     return stop
+
+
+def _is_growing_counter(result_name: str) -> bool:
+    return result_name in GROWING_COUNTERS or result_name.endswith("_lifetime")
 
 
 def _check_checkpoint_config(where: str, checkpoint_config: Any) -> None:

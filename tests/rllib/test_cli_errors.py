@@ -197,10 +197,22 @@ def test_experiment_files_that_are_not_a_mapping_of_experiments(tmp_path, conten
         ("{training_iteration: 2}", "--stop '{training_iteration: 2}' is not valid JSON (Expecting property"),
         ("5", "--stop '5' holds a JSON int: expected a JSON object of result names to numbers"),
         ('{"training_iteration": "x"}', "--stop: training_iteration 'x': expected a number"),
+        ('{"training_iteration": -1}', "--stop: training_iteration -1: expected a number > 0"),
+        (
+            '{"num_env_steps_sampled_lifetime": 0}',
+            "--stop: num_env_steps_sampled_lifetime 0: expected a number > 0",
+        ),
     ],
 )
 def test_bad_stop_criteria(tmp_path, stop, fragment):
     _one_error_line(_rllib("train", "file", str(_experiment_file(tmp_path)), "--stop", stop), fragment)
+
+
+def test_a_stop_bound_below_zero_is_kept_for_results_that_can_fall():
+    from rllib_synpo.cli.experiments import check_stop
+
+    stop = {"env_runners/episode_return_mean": -5.0, "training_iteration": 3}
+    assert check_stop(stop, "--stop", example="") == stop
 
 
 @pytest.mark.parametrize(
@@ -534,6 +546,7 @@ def test_only_the_experiments_asked_for(tmp_path):
         ({"env": "synpo_pair"}, "unknown env 'synpo_pair': expected synpo_pairs, synpo_thor_pairs"),
         ({"stop": 5}, "stop 5: expected a mapping of result names to numbers"),
         ({"stop": {"training_iteration": "x"}}, "stop: training_iteration 'x': expected a number"),
+        ({"stop": {"time_total_s": 0}}, "stop: time_total_s 0: expected a number > 0"),
         (
             {"checkpoint_config": {"num_to_keep": 0}},
             "checkpoint_config num_to_keep 0: expected None or an integer >= 1",
