@@ -73,6 +73,15 @@ def distinct_counts(values: Iterable[Any]) -> str:
     return ", ".join(f"{text} ({n} trial{'s' if n > 1 else ''})" for text, n in counts.items())
 
 
+def shown_path(path: Path) -> str:
+    """The path relative to the working directory when it lies under it (so a committed report
+    names no machine's absolute paths), else the path itself."""
+    try:
+        return str(path.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def summary_values(evaluated: Sequence[EvaluatedTrial], key: str) -> str:
     return distinct_counts(t.summary.get(key) for t in evaluated)
 
@@ -82,7 +91,7 @@ def setup_lines(study: Study) -> list[str]:
     source = ", ".join(state.name for state in study.state_files) or NO_STATE
     all_seeds = sorted({t.trial.seed for t in evaluated if t.trial.seed is not None}, key=seed_order)
     lines = [
-        f"- Experiment folder: `{study.folder}`",
+        f"- Experiment folder: `{shown_path(study.folder)}`",
         f"- Tune experiment states: {source}",
         f"- Trials: {len(study.trials)}; finished and evaluated: {len(evaluated)}",
         f"- Missing trials (not finished, left out of the numbers): {len(study.missing)}",

@@ -241,6 +241,20 @@ def test_two_networks_three_seeds_number_by_number(networks_study):
         assert png.stat().st_size > 1000
 
 
+def test_the_experiment_folder_is_named_relative_to_the_working_directory(networks_study, monkeypatch):
+    monkeypatch.chdir(networks_study.parent.parent)
+    report_experiment(Path("storage/networks"), echo=None)
+    assert "- Experiment folder: `storage/networks`" in (networks_study / "report" / "report.md").read_text()
+    elsewhere = networks_study.parent.parent / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    report_experiment(networks_study, echo=None)
+    assert (
+        f"- Experiment folder: `{networks_study.resolve()}`"
+        in (networks_study / "report" / "report.md").read_text()
+    )
+
+
 def test_groups_follow_the_grid_whatever_order_the_experiment_state_lists_the_trials(networks_study):
     state_file = next(networks_study.glob("experiment_state-*.json"))
     state = json.loads(state_file.read_text())
