@@ -81,6 +81,11 @@ def _add_train(verbs) -> None:
         help="run only this experiment of the file (repeatable; default: all, one after another)",
     )
     file.add_argument(
+        "--name",
+        help="the experiment's folder under the storage path, in place of its name in the file (a file "
+        "of one experiment, or the one --experiment picks), e.g. a study run again at other seeds",
+    )
+    file.add_argument(
         "--config",
         help="JSON settings merged into every experiment's config: a mapping merges key by key, any "
         'other value (a grid_search too) replaces the file\'s, e.g. \'{"seed": {"grid_search": [0]}}\'',

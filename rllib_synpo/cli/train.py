@@ -70,6 +70,8 @@ def train_file(args: argparse.Namespace) -> int:
     experiments = load_experiments(
         args.experiment, local_ray=local_ray, config_override=config_override, names=args.experiment_names
     )
+    if args.name is not None:
+        experiments = renamed(experiments, args.name, args.experiment)
     for name, spec in experiments.items():
         if stop_override is not None:
             spec["stop"] = stop_override
@@ -141,6 +143,18 @@ def train_file(args: argparse.Namespace) -> int:
                 )
                 return INTERRUPTED
     return 0
+
+
+def renamed(experiments: dict, name: str, path: str) -> dict:
+    """``--name``: the one experiment under a folder name of the user's."""
+    if len(experiments) != 1:
+        raise UsageError(
+            f"--name {name!r}: {path!r} holds {len(experiments)} experiments {list(experiments)}: "
+            "expected one (pick it with --experiment)"
+        )
+    if name in ("", ".", "..") or "/" in name or os.sep in name:
+        raise UsageError(f"--name {name!r}: expected a folder name (not empty, '.' or '..', no '/')")
+    return {name: next(iter(experiments.values()))}
 
 
 def _failures(trials: list) -> str:
@@ -342,6 +356,7 @@ def _resume_command(args: argparse.Namespace) -> str:
     for name in args.experiment_names or []:
         words += ["--experiment", name]
     options = (
+        ("--name", args.name),
         ("--config", args.config),
         ("--stop", args.stop),
         ("--address", args.address),

@@ -119,17 +119,19 @@ def test_train_file_then_evaluate(tmp_path):
     storage = tmp_path / "results"
     override = json.dumps({"seed": 3, "env_config": {"gridworld": {"max_steps": 50}}})
     out = _run(
-        "train", "file", str(_experiment(tmp_path)), "--storage-path", str(storage), "--config", override
+        *("train", "file", str(_experiment(tmp_path)), "--storage-path", str(storage)),
+        *("--config", override, "--name", "tiny-seed3"),
     )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "stopped before their stop criteria" not in out.stdout  # it ran to its stop
-    (params,) = storage.glob("tiny/*/params.json")
+    assert [folder.name for folder in storage.iterdir()] == ["tiny-seed3"]  # --name, not the file's
+    (params,) = storage.glob("tiny-seed3/*/params.json")
     params = json.loads(params.read_text())  # --config merged into the file's config
     assert params["seed"] == 3 and params["env_config"] == {"num_slots": 4, "gridworld": {"max_steps": 50}}
     evaluation = tmp_path / "eval"
     out = _run(
         "evaluate",
-        str(storage / "tiny"),
+        str(storage / "tiny-seed3"),
         "--episodes-per-pair",
         "1",
         "--pairs",
@@ -504,13 +506,15 @@ def test_the_resume_command_repeats_the_options_of_the_run():
     args = Namespace(
         experiment="x.yaml",
         experiment_names=["b"],
+        name="b-seed0",
         config='{"seed": 0}',
         stop=None,
         address=None,
         storage_path="runs",
     )
     expected = (
-        """rllib train file x.yaml --experiment b --config '{"seed": 0}' --storage-path runs --resume"""
+        """rllib train file x.yaml --experiment b --name b-seed0 --config '{"seed": 0}' """
+        """--storage-path runs --resume"""
     )
     assert _resume_command(args) == expected
 

@@ -236,6 +236,22 @@ def test_an_experiment_the_file_does_not_hold(tmp_path):
     _one_error_line(_rllib("train", "file", str(path), "--experiment", "tine"), expected)
 
 
+@pytest.mark.parametrize(
+    "name, experiments, fragment",
+    [
+        ("runs", ["a", "b"], "holds 2 experiments ['a', 'b']: expected one (pick it with --experiment)"),
+        ("..", ["a"], "expected a folder name"),
+        ("a/b", ["a"], "expected a folder name"),
+        ("", ["a"], "expected a folder name"),
+    ],
+)
+def test_bad_experiment_names(tmp_path, name, experiments, fragment, rllib_here):
+    spec = {"run": "SynPo", "env": "synpo_pairs", "config": _tiny_config()}
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump(dict.fromkeys(experiments, spec)))
+    _one_error_line(rllib_here("train", "file", str(path), "--name", name), f"--name {name!r}", fragment)
+
+
 def test_a_storage_path_under_a_file(tmp_path, rllib_here):
     (tmp_path / "a_file").write_text("")
     storage = str(tmp_path / "a_file" / "runs")
