@@ -14,13 +14,15 @@ group's numbers would silently come from fewer seeds.
 The report folder also gets each reported trial's params.json and evaluation files
 (``<trial>/params.json``, ``summary.json``, ``success_matrix.csv``, ``heatmap.png``), so it holds
 the numbers behind its tables wherever it is kept (the experiment folder's checkpoints and Tune's
-logs stay behind).
+logs stay behind; the summary names its checkpoint relative to the working directory, as the
+report names the experiment folder).
 
 Reads only JSON and CSV files: importing this module loads neither Ray nor matplotlib.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -28,7 +30,7 @@ from pathlib import Path
 from rllib_synpo.checkpoint import HEATMAP_FILE, MATRIX_FILE, SUMMARY_FILE, TRIAL_EVALUATION, TRIAL_PARAMS
 from rllib_synpo.studies.figures import plot_curves, plot_heatmaps
 from rllib_synpo.studies.study import Study, read_study
-from rllib_synpo.studies.tables import write_csv, write_markdown
+from rllib_synpo.studies.tables import shown_path, write_csv, write_markdown
 
 DEFAULT_REPORT_DIR = "report"
 # A trial's files the report folder keeps, by their path in the trial folder.
@@ -72,8 +74,20 @@ def copy_trial_records(study: Study, out: Path) -> list[Path]:
         for relative in TRIAL_RECORD:
             if (source / relative).is_file():
                 shutil.copyfile(source / relative, folder / Path(relative).name)
+        _name_checkpoint_as_shown(folder / SUMMARY_FILE)
         folders.append(folder)
     return folders
+
+
+def _name_checkpoint_as_shown(summary_path: Path) -> None:
+    """A copied summary.json's checkpoint named by `shown_path` (no machine's absolute path)."""
+    if not summary_path.is_file():
+        return
+    summary = json.loads(summary_path.read_text())
+    checkpoint = summary.get("checkpoint")
+    if isinstance(checkpoint, str) and shown_path(Path(checkpoint)) != checkpoint:
+        summary["checkpoint"] = shown_path(Path(checkpoint))
+        summary_path.write_text(json.dumps(summary, indent=1))
 
 
 def report_experiment(

@@ -242,9 +242,15 @@ def test_two_networks_three_seeds_number_by_number(networks_study):
 
 
 def test_the_experiment_folder_is_named_relative_to_the_working_directory(networks_study, monkeypatch):
+    trial = next(p for p in sorted(networks_study.iterdir()) if (p / "params.json").is_file())
+    summary_path = trial / "evaluation" / "summary.json"
+    summary = json.loads(summary_path.read_text())
+    summary_path.write_text(json.dumps(summary | {"checkpoint": str(trial / "checkpoint_000002")}))
     monkeypatch.chdir(networks_study.parent.parent)
     report_experiment(Path("storage/networks"), echo=None)
     assert "- Experiment folder: `storage/networks`" in (networks_study / "report" / "report.md").read_text()
+    copied = json.loads((networks_study / "report" / trial.name / "summary.json").read_text())
+    assert copied == summary | {"checkpoint": f"storage/networks/{trial.name}/checkpoint_000002"}
     elsewhere = networks_study.parent.parent / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
