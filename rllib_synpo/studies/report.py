@@ -85,9 +85,9 @@ def _name_checkpoint_as_shown(summary_path: Path) -> None:
         return
     summary = json.loads(summary_path.read_text())
     checkpoint = summary.get("checkpoint")
-    if isinstance(checkpoint, str) and shown_path(Path(checkpoint)) != checkpoint:
-        summary["checkpoint"] = shown_path(Path(checkpoint))
-        summary_path.write_text(json.dumps(summary, indent=1))
+    shown = shown_path(Path(checkpoint)) if isinstance(checkpoint, str) else checkpoint
+    if shown != checkpoint:
+        summary_path.write_text(json.dumps(summary | {"checkpoint": shown}, indent=1))
 
 
 def report_experiment(
